@@ -1,0 +1,37 @@
+"""The base of every typed wire value: strict, and lossless for fields we do not know."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    """A JSON object from the wire.
+
+    Strict (no silent coercion: ``5`` is not a string), and ``extra="allow"`` so that
+    fields added by newer clients survive: ``dump`` gives back exactly what was parsed,
+    unknown fields included, defaults not added.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON object this value was parsed from (plus any fields set since)."""
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def type_tag(known: frozenset[str], fallback: str, *, default: str | None = None) -> Any:
+    """A pydantic discriminator: the value's ``type`` if it is one we model, else ``fallback``.
+
+    ``default`` is the tag for an object without ``type`` (an input message may omit it).
+    """
+
+    def discriminate(value: Any) -> str:
+        kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+        if kind is None and default is not None:
+            return default
+        return kind if isinstance(kind, str) and kind in known else fallback
+
+    return discriminate

@@ -1,0 +1,111 @@
+"""The per-request map between the client's tools and the names the upstream sees.
+
+Chat Completions backends know only flat function names (``[A-Za-z0-9_-]``, at most
+64 characters) and tool-call ids of at most 40 characters. ``UpstreamToolTable`` gives
+every declared tool a flat name that is deterministic, valid and collision-free
+(``collaboration__list_agents``), and maps a flat name back to the ``ToolName`` and
+kind the client declared, so a call can be restored to its original type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from toolwire.protocol import CustomTool, ToolSpec
+from toolwire.tools import CatalogEntry, ToolCatalog, ToolKind, ToolName
+
+MAX_NAME_LENGTH = 64
+MAX_CALL_ID_LENGTH = 40
+_VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_VALID_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamTool:
+    """A declared tool as the upstream sees it."""
+
+    upstream_name: str
+    tool_name: ToolName
+    kind: ToolKind
+    spec: ToolSpec
+
+    @property
+    def custom(self) -> CustomTool | None:
+        return self.spec if isinstance(self.spec, CustomTool) else None
+
+
+class UpstreamToolTable:
+    """Flat upstream names for the callable tools of one request, and the way back.
+
+    Hosted tools are not callable through a Chat backend and get no entry.
+    """
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self._by_upstream: dict[str, UpstreamTool] = {}
+        self._by_tool: dict[ToolName, UpstreamTool] = {}
+        for entry in catalog:
+            if entry.kind is not ToolKind.HOSTED:
+                self._add(entry)
+
+    def _add(self, entry: CatalogEntry) -> None:
+        name = flat_name(entry.tool_name)
+        if name in self._by_upstream:
+            name = _hashed(name, str(entry.tool_name))
+        tool = UpstreamTool(name, entry.tool_name, entry.kind, entry.spec)
+        self._by_upstream[name] = tool
+        self._by_tool[entry.tool_name] = tool
+
+    def __iter__(self) -> Iterator[UpstreamTool]:
+        return iter(self._by_upstream.values())
+
+    def __len__(self) -> int:
+        return len(self._by_upstream)
+
+    def by_upstream_name(self, upstream_name: str) -> UpstreamTool | None:
+        return self._by_upstream.get(upstream_name)
+
+    def by_tool_name(self, tool_name: ToolName) -> UpstreamTool | None:
+        return self._by_tool.get(tool_name)
+
+    def upstream_name(self, tool_name: ToolName) -> str:
+        """The flat name for ``tool_name``; an undeclared tool (a call in the history)
+        gets the same deterministic flat name it would have had."""
+        tool = self._by_tool.get(tool_name)
+        return tool.upstream_name if tool is not None else flat_name(tool_name)
+
+
+def flat_name(tool_name: ToolName) -> str:
+    """``ToolName("collaboration", "list_agents")`` -> ``collaboration__list_agents``.
+
+    A namespace that already ends in ``__`` (Codex's ``mcp__server__``) is joined as is.
+    Invalid characters become ``_``; a name that is too long, or had to change, gets a
+    short hash of the original so that two different tools never share a flat name.
+    """
+    if tool_name.namespace is None:
+        joined = tool_name.name
+    elif tool_name.namespace.endswith("__"):
+        joined = tool_name.namespace + tool_name.name
+    else:
+        joined = f"{tool_name.namespace}__{tool_name.name}"
+    if _VALID_NAME.fullmatch(joined):
+        return joined
+    return _hashed(_INVALID_NAME_CHARS.sub("_", joined), str(tool_name))
+
+
+def _hashed(name: str, original: str) -> str:
+    digest = hashlib.sha256(original.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
+
+
+def upstream_call_id(call_id: str) -> str:
+    """The tool-call id to send upstream for a client ``call_id`` (at most 40 safe chars).
+
+    Deterministic, so a call and its output map to the same id in every request.
+    """
+    if _VALID_CALL_ID.fullmatch(call_id):
+        return call_id
+    return "call_" + hashlib.sha256(call_id.encode()).hexdigest()[:32]
