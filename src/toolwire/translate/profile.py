@@ -1,12 +1,12 @@
-"""``BackendProfile``: what a Chat Completions backend accepts, as data.
+"""``BackendProfile``: what a Chat Completions backend accepts, as data; and the presets.
 
-The translators read these flags instead of branching on vendor names; presets
-(DeepSeek, Ollama, vLLM, ...) are instances of this table.
+The translators read these flags instead of branching on vendor names. A preset is a
+named instance of this table (reference §7 lists the quirks each one encodes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +34,35 @@ class BackendProfile:
 
 
 GENERIC = BackendProfile()
+
+PRESETS: dict[str, BackendProfile] = {
+    "generic": GENERIC,
+    # OpenAI's Chat API hides reasoning and takes none back; reasoning models need
+    # max_completion_tokens.
+    "openai": replace(GENERIC, name="openai", reasoning_field=None, max_tokens_field="max_completion_tokens"),
+    # Thinking mode: reasoning_content must come back on every assistant message of a
+    # tool-calling exchange, or the API answers 400.
+    "deepseek": replace(GENERIC, name="deepseek", reasoning_on_every_assistant=True),
+    # Ollama's /v1 reads "reasoning", emits whole tool calls and ignores tool_choice
+    # and parallel_tool_calls (so they are not sent).
+    "ollama": replace(
+        GENERIC,
+        name="ollama",
+        reasoning_field="reasoning",
+        supports_tool_choice=False,
+        supports_parallel_tool_calls=False,
+    ),
+    # vLLM >= 0.11 names the field "reasoning" (and still accepts reasoning_content).
+    "vllm": replace(GENERIC, name="vllm", reasoning_field="reasoning"),
+    # llama-server: reasoning_content with --reasoning-format deepseek (its default).
+    "llama.cpp": replace(GENERIC, name="llama.cpp"),
+    "openrouter": replace(GENERIC, name="openrouter", reasoning_field="reasoning"),
+    # DashScope compatible mode: no developer role (toolwire never sends one).
+    "qwen": replace(GENERIC, name="qwen"),
+    "moonshot": replace(GENERIC, name="moonshot"),
+    "zhipu": replace(GENERIC, name="zhipu"),
+}
+PRESETS["dashscope"] = PRESETS["qwen"]
+PRESETS["kimi"] = PRESETS["moonshot"]
+PRESETS["glm"] = PRESETS["zhipu"]
+PRESETS["llamacpp"] = PRESETS["llama.cpp"]

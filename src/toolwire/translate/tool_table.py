@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from toolwire.protocol import CustomTool, ToolSpec
+from toolwire.protocol import CustomTool, ToolSearchTool, ToolSpec
 from toolwire.tools import CatalogEntry, ToolCatalog, ToolKind, ToolName
 
 MAX_NAME_LENGTH = 64
@@ -41,14 +41,15 @@ class UpstreamTool:
 class UpstreamToolTable:
     """Flat upstream names for the callable tools of one request, and the way back.
 
-    Hosted tools are not callable through a Chat backend and get no entry.
+    Hosted tools and a server-executed tool_search are not callable through a Chat
+    backend and get no entry.
     """
 
     def __init__(self, catalog: ToolCatalog) -> None:
         self._by_upstream: dict[str, UpstreamTool] = {}
         self._by_tool: dict[ToolName, UpstreamTool] = {}
         for entry in catalog:
-            if entry.kind is not ToolKind.HOSTED:
+            if _callable_upstream(entry):
                 self._add(entry)
 
     def _add(self, entry: CatalogEntry) -> None:
@@ -76,6 +77,13 @@ class UpstreamToolTable:
         gets the same deterministic flat name it would have had."""
         tool = self._by_tool.get(tool_name)
         return tool.upstream_name if tool is not None else flat_name(tool_name)
+
+
+def _callable_upstream(entry: CatalogEntry) -> bool:
+    """Hosted tools and a server-run tool_search are the provider's business, not the model's."""
+    if entry.kind is ToolKind.HOSTED:
+        return False
+    return not (isinstance(entry.spec, ToolSearchTool) and entry.spec.execution != "client")
 
 
 def flat_name(tool_name: ToolName) -> str:
