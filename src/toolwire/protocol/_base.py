@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -22,16 +23,28 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
-def type_tag(known: frozenset[str], fallback: str, *, default: str | None = None) -> Any:
+def type_tag(
+    known: frozenset[str],
+    fallback: str,
+    *,
+    default: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> Any:
     """A pydantic discriminator: the value's ``type`` if it is one we model, else ``fallback``.
 
-    ``default`` is the tag for an object without ``type`` (an input message may omit it).
+    ``default`` is the tag for an object without ``type`` (an input message may omit it);
+    ``aliases`` maps other ``type`` values to a known tag. A ``type`` that is not a
+    string (a list, an object) gets ``fallback``, whose model then reports the error.
     """
+    alias = dict(aliases or {})
 
     def discriminate(value: Any) -> str:
         kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
         if kind is None and default is not None:
             return default
-        return kind if isinstance(kind, str) and kind in known else fallback
+        if not isinstance(kind, str):
+            return fallback
+        kind = alias.get(kind, kind)
+        return kind if kind in known else fallback
 
     return discriminate

@@ -244,7 +244,7 @@ def parse_event(data: str | bytes) -> JSON:
     try:
         event = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise UpstreamProtocolError(f"Stream event is not valid JSON: {exc}.") from None
+        raise UpstreamProtocolError(f"Stream event is not valid JSON: {exc}.") from exc
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise UpstreamProtocolError("Stream event is not a JSON object with a string 'type'.")
     return event

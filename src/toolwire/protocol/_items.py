@@ -89,11 +89,7 @@ ReasoningPart = Annotated[
         Annotated[ReasoningText, Tag("reasoning_text")],
         Annotated[UnknownPart, Tag("unknown")],
     ],
-    Discriminator(
-        lambda v: {"summary_text": "summary_text", "reasoning_text": "reasoning_text", "text": "reasoning_text"}.get(
-            v.get("type") if isinstance(v, dict) else getattr(v, "type", None), "unknown"
-        )
-    ),
+    Discriminator(type_tag(frozenset({"summary_text", "reasoning_text"}), "unknown", aliases={"text": "reasoning_text"})),
 ]
 
 # ---------------------------------------------------------------- items
@@ -239,13 +235,8 @@ ITEM_TYPES = frozenset(
 )
 
 
-def _item_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    if kind is None:
-        return "message"  # EasyInputMessage: {"role": ..., "content": ...}
-    if kind == "compaction_summary":
-        return "compaction"
-    return kind if isinstance(kind, str) and kind in ITEM_TYPES else "unknown"
+# An item without ``type`` is an EasyInputMessage: ``{"role": ..., "content": ...}``.
+_item_tag = type_tag(ITEM_TYPES, "unknown", default="message", aliases={"compaction_summary": "compaction"})
 
 
 Item = Annotated[
@@ -286,7 +277,7 @@ def parse_item(value: Any, *, where: str = "item") -> Item:
     try:
         return _ITEM_ADAPTER.validate_python(value)
     except ValidationError as exc:
-        raise request_error_from(exc, prefix=where) from None
+        raise request_error_from(exc, prefix=where, tagged=True) from exc
 
 
 def dump_item(item: Item) -> dict[str, Any]:

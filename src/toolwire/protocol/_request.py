@@ -60,14 +60,14 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            raise RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json") from None
+            raise RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise RequestError("The request body must be a JSON object.", code="invalid_json")
     _check_depth(data)
     try:
         return ResponsesRequest.model_validate(data)
     except ValidationError as exc:
-        raise request_error_from(exc) from None
+        raise request_error_from(exc) from exc
 
 
 def _check_depth(data: Any) -> None:

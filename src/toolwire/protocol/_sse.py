@@ -26,12 +26,19 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Bytes in, events out: ``feed(chunk) -> list[ServerSentEvent]``, ``flush() -> list``."""
+    """Bytes in, events out: ``feed(chunk) -> list[ServerSentEvent]``, ``flush() -> list``.
+
+    A CR ends its line at once (the event it completes is returned without waiting for
+    more bytes); an LF that follows it in the next chunk is the same line end and is
+    skipped. A partial line is kept as a list of pieces, joined once its line end
+    arrives, so a long line split over many chunks costs linear time.
+    """
 
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._partial: list[str] = []
         self._started = False
+        self._after_cr = False
         self._event = ""
         self._data: list[str] = []
         self._last_id: str | None = None
@@ -39,40 +46,47 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk`` and return every event it completed."""
-        return self._consume(self._utf8.decode(chunk), final=False)
+        return self._consume(self._utf8.decode(chunk))
 
     def flush(self) -> list[ServerSentEvent]:
-        """End of stream: finish a pending line end; an unterminated event is dropped."""
-        events = self._consume(self._utf8.decode(b"", final=True), final=True)
-        self._buffer = ""
+        """End of stream: the events still completed by the last bytes; an unterminated
+        event (no blank line after it) is dropped."""
+        events = self._consume(self._utf8.decode(b"", final=True))
+        self._partial = []
+        self._after_cr = False
         self._event, self._data = "", []
         return events
 
-    def _consume(self, text: str, *, final: bool) -> list[ServerSentEvent]:
+    def _consume(self, text: str) -> list[ServerSentEvent]:
         if not self._started and text:
             self._started = True
             if text[0] == "\ufeff":
                 text = text[1:]
-        buffer = self._buffer + text
+        if self._after_cr and text:
+            self._after_cr = False
+            if text[0] == "\n":
+                text = text[1:]  # the second half of a CRLF split across chunks
+        if "\n" not in text and "\r" not in text:
+            if text:
+                self._partial.append(text)
+            return []
+        if self._partial:
+            self._partial.append(text)
+            text = "".join(self._partial)
+            self._partial = []
+        if "\r" in text:
+            # A CR at the very end may be the first half of a CRLF split across chunks.
+            self._after_cr = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        rest = lines.pop()
+        if rest:
+            self._partial.append(rest)
         events: list[ServerSentEvent] = []
-        start = 0
-        length = len(buffer)
-        while start < length:
-            cr = buffer.find("\r", start)
-            lf = buffer.find("\n", start)
-            if cr == -1 and lf == -1:
-                break
-            if cr != -1 and (lf == -1 or cr < lf):
-                if cr + 1 == length and not final:
-                    break  # a CR at the very end may be the first half of CRLF
-                end, next_start = cr, cr + 2 if cr + 1 < length and buffer[cr + 1] == "\n" else cr + 1
-            else:
-                end, next_start = lf, lf + 1
-            event = self._line(buffer[start:end])
+        for line in lines:
+            event = self._line(line)
             if event is not None:
                 events.append(event)
-            start = next_start
-        self._buffer = buffer[start:]
         return events
 
     def _line(self, line: str) -> ServerSentEvent | None:
@@ -111,8 +125,11 @@ def encode_event(data: bytes | str, event: str | None = None) -> bytes:
     """One SSE frame: an optional ``event:`` line, ``data:`` lines, and the blank line.
 
     Data containing line breaks is split over several ``data:`` lines, so the decoder
-    gives back the same text.
+    gives back the same text, its line breaks as LF (SSE has no way to carry a CR).
+    An event name cannot hold a line break: that is a ``ValueError``.
     """
+    if event and ("\n" in event or "\r" in event):
+        raise ValueError(f"An SSE event name cannot contain a line break: {event!r}")
     if isinstance(data, bytes):
         if b"\n" not in data and b"\r" not in data:
             head = b"event: " + event.encode() + b"\n" if event else b""

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolwire.errors import UpstreamError, UpstreamProtocolError
+from toolwire.errors import RequestError, UpstreamError, UpstreamProtocolError
 
 from ._events import TERMINAL_EVENT_TYPES, parse_event
 from ._items import Item, parse_item
-from ._sse import SSEDecoder
+from ._sse import ServerSentEvent, SSEDecoder
 
 
 class ResponseStreamReader:
     """``feed(bytes) -> list[event]``; completed items collect in ``items``.
 
     After the terminal event, ``response`` holds its ``response`` object and ``status``
-    its status (``completed``, ``incomplete`` or ``failed``).
+    its status (``completed``, ``incomplete`` or ``failed``); anything after the terminal
+    event is ignored, as Codex stops reading there. A malformed event or output item is
+    an ``UpstreamProtocolError``.
     """
 
     def __init__(self) -> None:
@@ -44,9 +46,11 @@ class ResponseStreamReader:
             raise UpstreamError("The stream closed before a terminal event (response.completed).")
         return events
 
-    def _events(self, raw: list[Any]) -> list[dict[str, Any]]:
+    def _events(self, raw: list[ServerSentEvent]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         for sse in raw:
+            if self.response is not None:
+                break  # like Codex, stop reading at the terminal event
             if sse.data == "[DONE]":
                 continue
             event = parse_event(sse.data)
@@ -56,7 +60,7 @@ class ResponseStreamReader:
                 where = f"response.output[{index}]" if isinstance(index, int) else "item"
                 try:
                     self.items.append(parse_item(event.get("item"), where=where))
-                except Exception as exc:
+                except RequestError as exc:
                     raise UpstreamProtocolError(f"Malformed output item: {exc}") from exc
             elif kind in TERMINAL_EVENT_TYPES:
                 response = event.get("response")

@@ -16,13 +16,14 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from toolwire.protocol import (
+    AdditionalToolsItem,
     CustomTool,
     FunctionTool,
     NamespaceTool,
     ResponsesRequest,
+    ToolSearchOutputItem,
     ToolSearchTool,
     ToolSpec,
-    UnknownItem,
     parse_request,
 )
 from toolwire.protocol._errors import request_error_from
@@ -31,7 +32,7 @@ from ._errors import ConfigurationError
 from ._names import ToolName
 from ._payloads import ToolKind
 
-_TOOL_ADAPTER: TypeAdapter[ToolSpec] = TypeAdapter(ToolSpec)
+_TOOLS_ADAPTER: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +118,18 @@ def _as_body(body: Mapping[str, Any] | bytes) -> bytes | dict[str, Any]:
 
 
 def _attached_tools(item: Any, item_index: int) -> list[ToolSpec]:
-    """The tool specs an input item carries in its ``tools`` field, if any."""
+    """The tool specs an input item carries in its ``tools`` field, if any.
+
+    ``additional_tools`` and ``tool_search_output`` items hold typed specs already; any
+    other item (an unknown type, or a known one with an extra ``tools`` field) holds raw
+    JSON, decoded here.
+    """
+    if isinstance(item, AdditionalToolsItem | ToolSearchOutputItem):
+        return list(item.tools)
     tools = getattr(item, "tools", None)
-    if isinstance(item, UnknownItem) and isinstance(tools, list):
-        try:
-            return [_TOOL_ADAPTER.validate_python(spec) for spec in tools]
-        except ValidationError as exc:
-            raise request_error_from(exc, prefix=f"input[{item_index}].tools") from None
-    return list(tools) if isinstance(tools, list) else []
+    if not isinstance(tools, list):
+        return []
+    try:
+        return _TOOLS_ADAPTER.validate_python(tools)
+    except ValidationError as exc:
+        raise request_error_from(exc, prefix=f"input[{item_index}].tools") from exc

@@ -65,9 +65,9 @@ class _Registration:
 def decode_call(item: Item | dict[str, Any]) -> ToolCall | None:
     """The call a completed item makes, or None if the item is not a local tool call.
 
-    A ``tool_search_call`` is a local call only when ``execution`` is ``"client"``; its
-    arguments may arrive as an object or as a JSON string. Unparseable tool_search
-    arguments raise ``RespondToModel``.
+    A ``tool_search_call`` is a local call only when ``execution`` is ``"client"`` and it
+    has a ``call_id``; its arguments may arrive as an object or as a JSON string holding
+    one. Arguments that are not a JSON object raise ``RespondToModel``.
     """
     if isinstance(item, dict):
         item = parse_item(item)
@@ -83,7 +83,9 @@ def decode_call(item: Item | dict[str, Any]) -> ToolCall | None:
             try:
                 arguments = orjson.loads(arguments)
             except orjson.JSONDecodeError as exc:
-                raise RespondToModel(f"failed to parse tool_search arguments: {exc}") from None
+                raise RespondToModel(f"failed to parse tool_search arguments: {exc}") from exc
+        if not isinstance(arguments, dict):
+            raise RespondToModel("failed to parse tool_search arguments: expected a JSON object")
         return ToolCall(ToolName(None, "tool_search"), item.call_id, ToolSearchPayload(arguments))
     return None
 

@@ -1,0 +1,128 @@
+"""ResponseStreamReader: items only from output_item.done, and exactly one terminal event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.errors import UpstreamError, UpstreamProtocolError
+from toolwire.protocol import (
+    CustomToolCallItem,
+    FunctionCallItem,
+    MessageItem,
+    ReasoningItem,
+    ResponseStreamReader,
+    dump_item,
+    encode_event,
+)
+
+from .reference_stream import CUSTOM_CALL_ITEM, FUNCTION_CALL_ITEM, encode_stream, reference_events
+
+
+def read(stream: bytes, chunk_size: int | None = None) -> ResponseStreamReader:
+    reader = ResponseStreamReader()
+    size = chunk_size or len(stream) or 1
+    for start in range(0, len(stream), size):
+        reader.feed(stream[start : start + size])
+    reader.flush()
+    return reader
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    return encode_event(orjson.dumps(event), event=str(event.get("type")))
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 7, 64])
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_reference_stream(chunk_size: int | None, line_end: bytes) -> None:
+    stream, _ = encode_stream(reference_events(), line_end=line_end)
+    reader = read(stream, chunk_size)
+    assert [type(item) for item in reader.items] == [ReasoningItem, MessageItem, FunctionCallItem, CustomToolCallItem]
+    assert dump_item(reader.items[2]) == FUNCTION_CALL_ITEM
+    assert dump_item(reader.items[3]) == CUSTOM_CALL_ITEM
+    assert reader.finished
+    assert reader.status == "completed"
+    assert reader.response is not None and reader.response["id"] == "resp_abc"
+
+
+def test_feed_returns_the_events_it_completed() -> None:
+    events = reference_events()
+    stream, ends = encode_stream(events)
+    reader = ResponseStreamReader()
+    assert reader.feed(stream[: ends[1]]) == events[:2]
+    assert reader.items == []
+    assert reader.feed(stream[ends[1] :]) == events[2:]
+    assert reader.flush() == []
+
+
+def test_items_appear_only_at_output_item_done() -> None:
+    events = reference_events()
+    stream, ends = encode_stream(events)
+    reader = ResponseStreamReader()
+    start = 0
+    for event, end in zip(events, ends, strict=True):
+        before = len(reader.items)
+        reader.feed(stream[start:end])
+        start = end
+        grew = len(reader.items) - before
+        assert grew == (1 if event["type"] == "response.output_item.done" else 0), event["type"]
+
+
+def test_done_marker_is_ignored() -> None:
+    stream, _ = encode_stream(reference_events())
+    reader = read(stream + b"data: [DONE]\n\n")
+    assert reader.status == "completed"
+
+
+@pytest.mark.parametrize("kind", ["response.failed", "response.incomplete"])
+def test_other_terminal_events(kind: str) -> None:
+    response = {"id": "resp_1", "status": kind.removeprefix("response."), "error": {"code": "server_error", "message": "x"}}
+    reader = read(frame({"type": kind, "sequence_number": 0, "response": response}))
+    assert reader.status == kind.removeprefix("response.")
+    assert reader.response == response
+
+
+def test_nothing_after_the_terminal_event_counts() -> None:
+    stream, _ = encode_stream(reference_events())
+    late_call = {"type": "response.output_item.done", "output_index": 9, "item": {**FUNCTION_CALL_ITEM, "call_id": "late"}}
+    second_terminal = {"type": "response.failed", "response": {"id": "resp_abc"}}
+    reader = ResponseStreamReader()
+    reader.feed(stream)
+    assert reader.feed(frame(late_call) + frame(second_terminal)) == []
+    reader.flush()
+    assert len(reader.items) == 4
+    assert reader.status == "completed"
+
+
+@pytest.mark.parametrize("cut", ["no-terminal", "unterminated-terminal"])
+def test_stream_without_terminal_event_raises(cut: str) -> None:
+    stream, ends = encode_stream(reference_events())
+    stream = stream[: ends[-2]] if cut == "no-terminal" else stream[:-1]
+    reader = ResponseStreamReader()
+    reader.feed(stream)
+    assert len(reader.items) == 4
+    with pytest.raises(UpstreamError, match="before a terminal event"):
+        reader.flush()
+
+
+def test_malformed_output_item_is_an_upstream_protocol_error() -> None:
+    bad = {"type": "response.output_item.done", "output_index": 2, "item": {**FUNCTION_CALL_ITEM, "arguments": {"cmd": "ls"}}}
+    reader = ResponseStreamReader()
+    with pytest.raises(UpstreamProtocolError, match=r"response\.output\[2\]\.arguments"):
+        reader.feed(frame(bad))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"not json", b'["response.completed"]', b'{"no": "type"}', b'{"type": 5}'],
+)
+def test_malformed_event_is_an_upstream_protocol_error(data: bytes) -> None:
+    with pytest.raises(UpstreamProtocolError):
+        ResponseStreamReader().feed(b"data: " + data + b"\n\n")
+
+
+def test_terminal_event_without_response_object() -> None:
+    with pytest.raises(UpstreamProtocolError, match="without a response object"):
+        ResponseStreamReader().feed(b'data: {"type": "response.completed"}\n\n')

@@ -1,0 +1,127 @@
+"""The public API is pinned: changing an ``__all__`` must be deliberate."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import toolwire.protocol
+import toolwire.tools
+
+PROTOCOL_ALL = [
+    "EVENT_TYPES",
+    "TERMINAL_EVENT_TYPES",
+    "AdditionalToolsItem",
+    "CallItem",
+    "ChatChunk",
+    "ChatCompletion",
+    "ChatDelta",
+    "ChatMessage",
+    "ChatRequest",
+    "ChatTool",
+    "ChatToolCall",
+    "ChatToolCallDelta",
+    "ChatUsage",
+    "CompactionItem",
+    "ContentPart",
+    "CustomTool",
+    "CustomToolCallItem",
+    "CustomToolCallOutputItem",
+    "FunctionCallItem",
+    "FunctionCallOutputItem",
+    "FunctionTool",
+    "GrammarFormat",
+    "HostedTool",
+    "InputFile",
+    "InputImage",
+    "InputText",
+    "Item",
+    "ItemReference",
+    "LocalShellCallItem",
+    "MessageItem",
+    "NamespaceTool",
+    "OutputText",
+    "ReasoningItem",
+    "ReasoningText",
+    "Refusal",
+    "ResponseStreamReader",
+    "ResponsesRequest",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StreamEvent",
+    "SummaryText",
+    "TextFormat",
+    "ToolSearchCallItem",
+    "ToolSearchOutputItem",
+    "ToolSearchTool",
+    "ToolSpec",
+    "UnknownItem",
+    "UnknownPart",
+    "WebSearchCallItem",
+    "WireModel",
+    "dump_item",
+    "encode_event",
+    "parse_event",
+    "parse_item",
+    "parse_request",
+]
+
+TOOLS_ALL = [
+    "CatalogEntry",
+    "ConfigurationError",
+    "CustomPayload",
+    "FatalRuntimeError",
+    "FunctionPayload",
+    "RespondToModel",
+    "ToolCall",
+    "ToolCatalog",
+    "ToolError",
+    "ToolHandler",
+    "ToolInvocation",
+    "ToolKind",
+    "ToolName",
+    "ToolPayload",
+    "ToolRouter",
+    "ToolSearchPayload",
+    "calls_from_stream",
+    "decode_call",
+]
+
+MODULES = [
+    pytest.param(toolwire.protocol, PROTOCOL_ALL, id="toolwire.protocol"),
+    pytest.param(toolwire.tools, TOOLS_ALL, id="toolwire.tools"),
+]
+
+
+@pytest.mark.parametrize(("module", "expected"), MODULES)
+def test_all_is_pinned(module: types.ModuleType, expected: list[str]) -> None:
+    assert sorted(module.__all__) == sorted(expected)
+    assert len(set(module.__all__)) == len(module.__all__), "no duplicates"
+
+
+@pytest.mark.parametrize(("module", "expected"), MODULES)
+def test_every_name_in_all_exists(module: types.ModuleType, expected: list[str]) -> None:
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+
+
+def test_required_names() -> None:
+    assert {"parse_item", "dump_item", "SSEDecoder"} <= set(toolwire.protocol.__all__)
+    assert {
+        "ToolName",
+        "ToolCatalog",
+        "ToolRouter",
+        "ToolCall",
+        "ToolInvocation",
+        "RespondToModel",
+        "FatalRuntimeError",
+        "ConfigurationError",
+    } <= set(toolwire.tools.__all__)
+
+
+def test_star_import_gives_exactly_all() -> None:
+    for module in (toolwire.protocol, toolwire.tools):
+        namespace: dict[str, object] = {}
+        exec(f"from {module.__name__} import *", namespace)
+        assert sorted(set(namespace) - {"__builtins__"}) == sorted(module.__all__)
