@@ -1,0 +1,147 @@
+"""The ``toolwire`` command line. Only argument handling lives here."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from toolwire.config import (
+    ConfigError,
+    GatewayConfig,
+    ServerConfig,
+    load_config,
+    upstream_from_flag,
+)
+
+app = typer.Typer(
+    help="toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _commands() -> None:
+    """toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend."""
+
+
+@app.command()
+def serve(
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            help="The backend: a Chat Completions base URL (http://127.0.0.1:11434/v1), a shortcut "
+            "(ollama, vllm, llama.cpp, lmstudio, openai, deepseek, openrouter, dashscope, moonshot, zhipu), "
+            "or 'mock' for the built-in scripted model. Becomes the default upstream."
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="A toolwire.toml file; flags override it.")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on [127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on [8787].")] = None,
+    upstream_key_env: Annotated[
+        str | None, typer.Option(help="Name of the environment variable holding the upstream API key.")
+    ] = None,
+    preset: Annotated[str | None, typer.Option(help="Backend quirks preset for --upstream (deepseek, ollama, ...).")] = None,
+    model: Annotated[str | None, typer.Option(help="Send this model name to the --upstream instead of the client's.")] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="Name of the environment variable holding the client API keys (comma-separated)."),
+    ] = None,
+    insecure_no_auth: Annotated[
+        bool, typer.Option(help="Allow listening on a non-loopback address without client keys.")
+    ] = False,
+    max_body_bytes: Annotated[int | None, typer.Option(help="Largest request body accepted (413 above) [32 MiB].")] = None,
+    upstream_timeout: Annotated[
+        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), or between reads [300].")
+    ] = None,
+    upstream_retries: Annotated[
+        int | None, typer.Option(help="Attempts for a failed connect or a 5xx before anything streamed [3].")
+    ] = None,
+    shutdown_grace: Annotated[
+        float | None, typer.Option(help="On SIGTERM, seconds running streams get to finish before they are failed [30].")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve POST /v1/responses in front of Chat Completions backends."""
+    import uvicorn
+
+    from toolwire.server._auth import is_loopback, parse_client_keys
+    from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
+
+    try:
+        settings = load_config(config) if config is not None else GatewayConfig()
+    except ConfigError as exc:
+        _fail(str(exc))
+    overrides = {
+        key: value
+        for key, value in {
+            "host": host,
+            "port": port,
+            "api_key_env": api_key_env,
+            "max_body_bytes": max_body_bytes,
+            "upstream_timeout": upstream_timeout,
+            "upstream_retries": upstream_retries,
+            "shutdown_grace": shutdown_grace,
+            "workers": workers,
+        }.items()
+        if value is not None
+    }
+    if insecure_no_auth:
+        overrides["insecure_no_auth"] = True
+    try:
+        server = ServerConfig.model_validate({**settings.server.model_dump(), **overrides})
+        upstreams = list(settings.upstreams)
+        if upstream is not None:
+            flagged = upstream_from_flag(upstream, api_key_env=upstream_key_env, preset=preset)
+            upstreams = [u.model_copy(update={"default": False}) for u in upstreams if u.name != flagged.name]
+            upstreams.append(flagged)
+        settings = GatewayConfig(server=server, upstreams=upstreams, models=settings.models)
+    except ValueError as exc:
+        _fail(str(exc))
+    if not settings.upstreams:
+        _fail("no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE.")
+    for problem in settings.problems():
+        _fail(f"{'.'.join(map(str, problem[0]))}: {problem[1]}")
+    for needed in [u for u in settings.upstreams if u.api_key_env]:
+        if needed.api_key_env not in os.environ:
+            _fail(f"the upstream '{needed.name}' takes its key from {needed.api_key_env}, which is not set.")
+    server = settings.server
+    client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
+    if server.api_key_env and not client_keys:
+        _fail(f"--api-key-env names {server.api_key_env}, which holds no key.")
+    if not client_keys and not is_loopback(server.host) and not server.insecure_no_auth:
+        _fail(
+            f"refusing to listen on {server.host} without client keys: anyone who can reach it could use "
+            "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
+            "--insecure-no-auth if this is really what you want."
+        )
+    os.environ[CONFIG_ENV] = settings.model_dump_json()
+    os.environ[MODEL_OVERRIDE_ENV] = model or ""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(
+        "toolwire.server._factory:app_from_env",
+        factory=True,
+        host=server.host,
+        port=server.port,
+        workers=server.workers,
+        log_level=log_level,
+        access_log=False,
+        loop="uvloop" if sys.platform != "win32" else "asyncio",
+        http="httptools",
+        timeout_graceful_shutdown=max(0, round(server.shutdown_grace)),
+    )
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,93 @@
+"""The configuration as typed values (what ``toolwire.toml`` may contain)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from toolwire.translate.profile import PRESETS
+
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+class _Strict(BaseModel):
+    # A misspelt key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+    api_key_env: str | None = None
+    insecure_no_auth: bool = False
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    upstream_timeout: float = Field(default=300.0, gt=0)
+    upstream_retries: int = Field(default=3, ge=1, le=10)
+    shutdown_grace: float = Field(default=30.0, ge=0)
+    workers: int = Field(default=1, ge=1)
+
+
+class UpstreamConfig(_Strict):
+    """A backend: a Chat Completions server, a Responses server, or the built-in mock."""
+
+    name: str
+    kind: Literal["chat", "responses", "mock"] = "chat"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    preset: str = "generic"
+    # Requests for models not listed under [[models]] go here, model name unchanged.
+    default: bool = False
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, preset: str) -> str:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset '{preset}' (known: {', '.join(sorted(PRESETS))})")
+        return preset
+
+    @model_validator(mode="after")
+    def _needs_address(self) -> UpstreamConfig:
+        if self.kind != "mock" and not self.base_url:
+            raise ValueError(f"upstream '{self.name}' of kind '{self.kind}' needs a base_url")
+        return self
+
+
+class ModelConfig(_Strict):
+    """A model clients may ask for, and where it is served."""
+
+    name: str
+    upstream: str
+    upstream_model: str | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    reasoning: bool = False
+    description: str | None = None
+
+
+class GatewayConfig(_Strict):
+    server: ServerConfig = ServerConfig()
+    upstreams: list[UpstreamConfig] = Field(default_factory=list)
+    models: list[ModelConfig] = Field(default_factory=list)
+
+    def problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Cross-references that do not hold, each with the location it concerns."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        names: list[str] = []
+        for index, upstream in enumerate(self.upstreams):
+            if upstream.name in names:
+                found.append((("upstreams", index, "name"), f"two upstreams are named '{upstream.name}'"))
+            names.append(upstream.name)
+        defaults = [i for i, u in enumerate(self.upstreams) if u.default]
+        if len(defaults) > 1:
+            found.append((("upstreams", defaults[1], "default"), "only one upstream can be the default"))
+        seen: set[str] = set()
+        for index, model in enumerate(self.models):
+            if model.upstream not in names:
+                found.append((("models", index, "upstream"), f"unknown upstream '{model.upstream}' (known: {', '.join(names) or 'none'})"))
+            if model.name in seen:
+                found.append((("models", index, "name"), f"model '{model.name}' is listed twice"))
+            seen.add(model.name)
+        return found
+
+    def upstream(self, name: str) -> UpstreamConfig:
+        return next(u for u in self.upstreams if u.name == name)

@@ -1,0 +1,67 @@
+"""The ASGI application: routes, lifespan, and health endpoints."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from toolwire.errors import NotFoundError, UpstreamError
+
+from ._auth import ClientAuth
+from ._responses import ResponsesEndpoint
+from ._routing import ModelRouter
+from ._settings import GatewaySettings
+
+
+def create_app(router: ModelRouter, settings: GatewaySettings | None = None) -> ASGIApp:
+    """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``."""
+    settings = settings or GatewaySettings()
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await router.check()
+        except UpstreamError as exc:
+            return JSONResponse({"status": "unavailable", "reason": exc.message}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        error = NotFoundError(f"No route for {request.method} {request.url.path}.")
+        return JSONResponse(error.to_body(), status_code=404)
+
+    async def method_not_allowed(request: Request, exc: Exception) -> Response:
+        body = {"error": {"message": f"{request.method} is not allowed on {request.url.path}.",
+                          "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}}
+        return JSONResponse(body, status_code=405)
+
+    async def models(request: Request) -> Response:
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": router.upstream_of(name) or "toolwire"}
+                for name in router.model_names]
+        return JSONResponse({"object": "list", "data": data})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await router.aclose()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/responses", ResponsesEndpoint(router, settings), methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        exception_handlers={404: not_found, 405: method_not_allowed},
+        lifespan=lifespan,
+    )
+    return ClientAuth(app, settings.client_keys) if settings.client_keys else app

@@ -1,0 +1,101 @@
+"""``ModelRouter``: which backend, preset and upstream model serve a requested model."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from toolwire.config import GatewayConfig, UpstreamConfig
+from toolwire.errors import NotFoundError
+from toolwire.translate.profile import PRESETS, BackendProfile
+from toolwire.upstream import ChatBackend, HttpChatBackend, MockChatBackend, RetryPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one request goes."""
+
+    upstream_name: str
+    backend: ChatBackend
+    profile: BackendProfile
+    upstream_model: str
+
+
+class ModelRouter:
+    """Configured models, each on an upstream; an optional default upstream takes the rest."""
+
+    def __init__(
+        self,
+        backends: Mapping[str, tuple[ChatBackend, BackendProfile]],
+        models: Mapping[str, tuple[str, str]],
+        default_upstream: str | None = None,
+        default_model: str | None = None,
+    ) -> None:
+        """``models`` maps a client model name to ``(upstream name, upstream model)``.
+
+        ``default_model`` (the ``--model`` flag) replaces the model name sent to the
+        default upstream.
+        """
+        self._backends = dict(backends)
+        self._models = dict(models)
+        self._default = default_upstream
+        self._default_model = default_model
+
+    @property
+    def model_names(self) -> list[str]:
+        return list(self._models)
+
+    def upstream_of(self, model: str) -> str | None:
+        entry = self._models.get(model)
+        return entry[0] if entry else None
+
+    def resolve(self, model: str) -> Route:
+        """The route for ``model``; ``NotFoundError`` (404) names the known models."""
+        entry = self._models.get(model)
+        if entry is not None:
+            upstream, upstream_model = entry
+        elif self._default is not None:
+            upstream, upstream_model = self._default, self._default_model or model
+        else:
+            known = ", ".join(self._models) or "none"
+            raise NotFoundError(
+                f"The model '{model}' does not exist on this gateway. Known models: {known}.",
+                param="model",
+                code="model_not_found",
+            )
+        backend, profile = self._backends[upstream]
+        return Route(upstream, backend, profile, upstream_model)
+
+    async def check(self) -> None:
+        """Raise ``UpstreamError`` if any upstream is unreachable."""
+        await asyncio.gather(*(backend.check() for backend, _ in self._backends.values()))
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(backend.aclose() for backend, _ in self._backends.values()))
+
+
+def build_router(config: GatewayConfig, *, default_model: str | None = None) -> ModelRouter:
+    """Backends for every configured upstream, keys read from the environment now."""
+    backends = {
+        upstream.name: (_backend(upstream, config), PRESETS[upstream.preset]) for upstream in config.upstreams
+    }
+    models = {m.name: (m.upstream, m.upstream_model or m.name) for m in config.models}
+    default = next((u.name for u in config.upstreams if u.default), None)
+    return ModelRouter(backends, models, default, default_model)
+
+
+def _backend(upstream: UpstreamConfig, config: GatewayConfig) -> ChatBackend:
+    if upstream.kind == "mock":
+        return MockChatBackend()
+    if upstream.kind == "responses":
+        raise NotImplementedError("Responses upstreams are not supported yet")
+    assert upstream.base_url is not None
+    api_key = os.environ.get(upstream.api_key_env) if upstream.api_key_env else None
+    return HttpChatBackend(
+        upstream.base_url,
+        api_key=api_key,
+        timeout=config.server.upstream_timeout,
+        retry=RetryPolicy(attempts=config.server.upstream_retries),
+    )

@@ -1,0 +1,13 @@
+"""What the gateway was told at start-up that is not the backends themselves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolwire.config._model import DEFAULT_MAX_BODY_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    client_keys: tuple[bytes, ...] = field(default=(), repr=False)

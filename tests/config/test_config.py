@@ -1,0 +1,68 @@
+"""The configuration file: what it accepts, and mistakes reported with key and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolwire.config import ConfigError, parse_config, upstream_from_flag
+
+EXAMPLE = """\
+[server]
+host = "127.0.0.1"
+port = 8787
+
+[[upstreams]]
+name = "deepseek"
+kind = "chat"
+base_url = "https://api.deepseek.com/v1"
+api_key_env = "DEEPSEEK_API_KEY"
+preset = "deepseek"
+
+[[upstreams]]
+name = "local"
+kind = "mock"
+default = true
+
+[[models]]
+name = "deepseek-v4"
+upstream = "deepseek"
+upstream_model = "deepseek-chat"
+"""
+
+
+def test_the_documented_example_loads() -> None:
+    config = parse_config(EXAMPLE)
+    assert config.server.port == 8787
+    assert [u.name for u in config.upstreams] == ["deepseek", "local"]
+    assert config.upstream("deepseek").preset == "deepseek"
+    assert config.models[0].upstream_model == "deepseek-chat"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("port = 8787", "port = 99999"), "toolwire.toml:3: server.port:"),
+        (("port = 8787", "prot = 8787"), "toolwire.toml:3: server.prot: Extra inputs are not permitted"),
+        (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind:"),
+        (('preset = "deepseek"', 'preset = "deepsea"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepsea'"),
+        (('upstream = "deepseek"', 'upstream = "nowhere"'), "toolwire.toml:19: models[0].upstream: unknown upstream 'nowhere'"),
+        (('name = "local"', 'name = "deepseek"'), "toolwire.toml:13: upstreams[1].name: two upstreams are named 'deepseek'"),
+        (('base_url = "https://api.deepseek.com/v1"\n', ""), "toolwire.toml:5: upstreams[0]: upstream 'deepseek' of kind 'chat' needs a base_url"),
+        (("[server]", "[server"), "toolwire.toml: "),
+    ],
+)
+def test_mistakes_name_their_key_and_line(change: tuple[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(EXAMPLE.replace(*change))
+    assert str(caught.value).startswith(expected), str(caught.value)
+
+
+def test_upstream_shortcuts() -> None:
+    ollama = upstream_from_flag("ollama")
+    assert ollama.base_url == "http://127.0.0.1:11434/v1" and ollama.preset == "ollama" and ollama.default
+    assert upstream_from_flag("deepseek").api_key_env == "DEEPSEEK_API_KEY"
+    assert upstream_from_flag("mock").kind == "mock"
+    url = upstream_from_flag("http://10.0.0.5:8000/v1", preset="vllm")
+    assert url.base_url == "http://10.0.0.5:8000/v1" and url.preset == "vllm"
+    with pytest.raises(ValueError, match=r"one of"):
+        upstream_from_flag("olama")

@@ -1,0 +1,36 @@
+"""Shared fixtures: one scripted Chat upstream and one real gateway process per session.
+
+Each test gets the upstream reset (empty script, nothing recorded, OpenAI style), so
+tests stay independent while the processes are started once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream
+from tests.support.gateway import GatewayProcess
+
+
+@pytest.fixture(scope="session")
+def _session_upstream() -> Iterator[ChatUpstream]:
+    with ChatUpstream() as upstream:
+        yield upstream
+
+
+@pytest.fixture
+def upstream(_session_upstream: ChatUpstream) -> Iterator[ChatUpstream]:
+    _session_upstream.reset()
+    _session_upstream.style = "openai"
+    _session_upstream.reasoning_field = None
+    yield _session_upstream
+    _session_upstream.reset()
+
+
+@pytest.fixture(scope="session")
+def gateway(_session_upstream: ChatUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    log_path = tmp_path_factory.mktemp("gateway") / "gateway.log"
+    with GatewayProcess(_session_upstream.base_url, log_path, "--upstream-retries", "2") as process:
+        yield process
