@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -14,14 +14,21 @@ from starlette.types import ASGIApp
 from toolwire.errors import NotFoundError, UpstreamError
 
 from ._auth import ClientAuth
+from ._exchange import ExchangeObserver
+from ._observers import LogObserver
 from ._responses import ResponsesEndpoint
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 
 
-def create_app(router: ModelRouter, settings: GatewaySettings | None = None) -> ASGIApp:
+def create_app(
+    router: ModelRouter,
+    settings: GatewaySettings | None = None,
+    observers: Sequence[ExchangeObserver] | None = None,
+) -> ASGIApp:
     """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``."""
     settings = settings or GatewaySettings()
+    observers = [LogObserver()] if observers is None else list(observers)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -56,7 +63,7 @@ def create_app(router: ModelRouter, settings: GatewaySettings | None = None) -> 
 
     app = Starlette(
         routes=[
-            Route("/v1/responses", ResponsesEndpoint(router, settings), methods=["POST"]),
+            Route("/v1/responses", ResponsesEndpoint(router, settings, observers), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

@@ -1,9 +1,10 @@
 """``POST /v1/responses``: read, translate, call the backend, translate back.
 
 The pure core does the work (``parse_request``, ``translate_request``,
-``ChatStreamTranslator``); this module only moves bytes. A streaming exchange runs
-beside a watcher of the client's connection: when the client goes away, the exchange
-is cancelled at once, which closes the upstream connection.
+``ChatStreamTranslator``); this module only moves bytes and keeps the ``Exchange``
+record that observers (logs, metrics, captures) read. A streaming exchange runs beside
+a watcher of the client's connection: when the client goes away, the exchange is
+cancelled at once, which closes the upstream connection.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -25,7 +26,8 @@ from toolwire.translate.stream import ChatStreamTranslator
 from toolwire.upstream import ChatBackend, ChatStream
 
 from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body, send_bytes
-from ._errors import send_error
+from ._errors import as_toolwire_error, send_error
+from ._exchange import Exchange, ExchangeObserver
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 
@@ -41,122 +43,164 @@ _SSE_HEADERS = [
 class ResponsesEndpoint:
     """The ASGI app for ``POST /v1/responses``."""
 
-    def __init__(self, router: ModelRouter, settings: GatewaySettings) -> None:
+    def __init__(
+        self, router: ModelRouter, settings: GatewaySettings, observers: Sequence[ExchangeObserver] = ()
+    ) -> None:
         self.router = router
         self.settings = settings
+        self.observers = tuple(observers)
+        self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             body = await read_body(scope, receive, self.settings.max_body_bytes)
-            request = parse_request(body)
-            route = self.router.resolve(request.model)
-            translated = translate_request(request, route.profile, model=route.upstream_model)
         except ClientDisconnected:
             return
         except Exception as exc:
             await send_error(send, exc)
             return
-        for warning in translated.warnings:
-            log.warning("request translation: %s", warning)
-        response_id = "resp_" + secrets.token_hex(16)
+        exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
+        for observer in self.observers:
+            observer.started(exchange)
+        try:
+            await self._exchange(exchange, receive, send)
+        finally:
+            if exchange.finished_at is None:
+                exchange.finish("disconnected")
+            for observer in self.observers:
+                try:
+                    observer.finished(exchange)
+                except Exception:
+                    log.exception("observer %r failed", observer)
+
+    async def _exchange(self, exchange: Exchange, receive: Receive, send: Send) -> None:
+        try:
+            request = parse_request(exchange.client_request)
+            exchange.model, exchange.stream = request.model, bool(request.stream)
+            route = self.router.resolve(request.model)
+            exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
+            translated = translate_request(request, route.profile, model=route.upstream_model)
+        except Exception as exc:
+            await self._fail_before_streaming(exchange, send, exc)
+            return
+        exchange.upstream_request = translated.chat
+        exchange.warnings = translated.warnings
+        exchange.conversions = list(translated.conversions)
         if request.stream:
-            await self._stream(receive, send, route.backend, request, translated, response_id)
+            await self._stream(exchange, receive, send, route.backend, request, translated)
         else:
-            await self._complete(send, route.backend, request, translated, response_id)
+            await self._complete(exchange, send, route.backend, request, translated)
+
+    async def _fail_before_streaming(self, exchange: Exchange, send: Send, exc: BaseException) -> None:
+        error = as_toolwire_error(exc)
+        exchange.finish("error", status=error.status, error=error.message, error_kind=type(error).__name__)
+        await send_error(send, error)
 
     async def _complete(
         self,
+        exchange: Exchange,
         send: Send,
         backend: ChatBackend,
         request: ResponsesRequest,
         translated: TranslatedRequest,
-        response_id: str,
     ) -> None:
         try:
             completion = await backend.complete(translated.chat)
+            exchange.note_chunk(completion)
             response = translate_completion(
                 completion,
                 request,
                 translated.tools,
-                response_id=response_id,
-                created_at=int(time.time()),
+                response_id=exchange.request_id,
+                created_at=int(exchange.received_at),
                 model=request.model,
             )
         except Exception as exc:
-            await send_error(send, exc)
+            await self._fail_before_streaming(exchange, send, exc)
             return
+        exchange.finish(str(response.get("status", "completed")), response=response)
         await send_bytes(send, 200, orjson.dumps(response), b"application/json")
 
     async def _stream(
         self,
+        exchange: Exchange,
         receive: Receive,
         send: Send,
         backend: ChatBackend,
         request: ResponsesRequest,
         translated: TranslatedRequest,
-        response_id: str,
     ) -> None:
         translator = ChatStreamTranslator(
             request,
             translated.tools,
-            response_id=response_id,
-            created_at=int(time.time()),
+            response_id=exchange.request_id,
+            created_at=int(exchange.received_at),
             model=request.model,
         )
         async with contextlib.AsyncExitStack() as stack:
             try:
                 chunks = await stack.enter_async_context(backend.stream(translated.chat))
             except Exception as exc:  # nothing streamed yet: a plain HTTP error
-                await send_error(send, exc)
+                await self._fail_before_streaming(exchange, send, exc)
                 return
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            exchange = asyncio.ensure_future(_pump(chunks, translator, send))
+            pump = asyncio.ensure_future(_pump(exchange, chunks, translator, send))
             disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
             try:
-                await asyncio.wait({exchange, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({pump, disconnect}, return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
                 # The server is shutting down and its grace period is over: end the
                 # stream properly, so the client sees a failure, not a silent cut.
-                await _cancel(exchange, disconnect)
+                await _cancel(pump, disconnect)
                 if not translator.finished:
                     with contextlib.suppress(Exception):
-                        await _send_events(send, translator.fail("The gateway is shutting down."))
+                        await _send_events(exchange, send, translator.fail("The gateway is shutting down."))
                         await send({"type": "http.response.body", "body": b"", "more_body": False})
+                _conclude(exchange, translator)
                 raise
-            await _cancel(exchange, disconnect)
-            failure = None if exchange.cancelled() else exchange.exception()
-            if isinstance(failure, OSError):
-                log.info("client connection of %s lost mid-stream", response_id)
-            elif failure is not None:
-                log.error("stream of %s failed", response_id, exc_info=failure)
-            elif disconnect.done() and not disconnect.cancelled():
-                log.info("client disconnected from %s mid-stream; upstream request cancelled", response_id)
+            await _cancel(pump, disconnect)
+            failure = None if pump.cancelled() else pump.exception()
+            if failure is not None and not isinstance(failure, OSError):
+                log.error("stream of %s failed", exchange.request_id, exc_info=failure)
+            _conclude(exchange, translator)
 
 
-async def _pump(chunks: ChatStream, translator: ChatStreamTranslator, send: Send) -> None:
+def _conclude(exchange: Exchange, translator: ChatStreamTranslator) -> None:
+    exchange.conversions.extend(c for c in translator.conversions if c not in exchange.conversions)
+    if translator.finished:
+        response = translator.response
+        exchange.finish(str(response.get("status")), response=response)
+    else:
+        exchange.finish("disconnected", error="The client went away before the response was complete.")
+        log.info("client left %s mid-stream; upstream request cancelled", exchange.request_id)
+
+
+async def _pump(exchange: Exchange, chunks: ChatStream, translator: ChatStreamTranslator, send: Send) -> None:
     """Upstream chunks -> translated events -> the client, ending in one terminal event."""
-    await _send_events(send, translator.start())
+    await _send_events(exchange, send, translator.start())
     try:
         async for chunk in chunks:
+            exchange.note_chunk(chunk)
             events = translator.feed(chunk)
             if events:
-                await _send_events(send, events)
+                await _send_events(exchange, send, events)
             if translator.finished:
                 break
         else:
-            await _send_events(send, translator.finish())
+            await _send_events(exchange, send, translator.finish())
     except UpstreamError as exc:
-        await _send_events(send, translator.fail(exc.message))
+        await _send_events(exchange, send, translator.fail(exc.message))
     except OSError:
         raise  # the client is gone: nothing more can be sent
     except Exception as exc:
         log.error("stream translation failed", exc_info=exc)
-        await _send_events(send, translator.fail("The gateway failed while translating the stream."))
+        await _send_events(exchange, send, translator.fail("The gateway failed while translating the stream."))
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _send_events(send: Send, events: list[Any]) -> None:
+async def _send_events(exchange: Exchange, send: Send, events: list[Any]) -> None:
     if events:
+        exchange.note_events(events)
         payload = b"".join(encode_event(orjson.dumps(event), event["type"]) for event in events)
         await send({"type": "http.response.body", "body": payload, "more_body": True})
 
