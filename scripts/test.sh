@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# Install everything the tests need into .venv (and the system packages they use, when
-# run as root), then run the whole test suite. This is the README's test command and
-# exactly what CI runs.
+# The README's test command, and exactly what CI runs (.ci/run).
+#
+# Installs what the tests need, then runs the checks and the whole suite:
+#   - system packages (Debian): redis-server, chromium + chromium-driver, wrk
+#     (installed when missing and we are root; otherwise they must already be there);
+#   - .venv with toolwire and its test dependencies;
+#   - the Codex CLI from npm, which the end-to-end tests install on first use.
+# Extra arguments go to pytest, e.g. ./scripts/test.sh -k codex
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+packages=(redis-server chromium chromium-driver wrk)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        echo "installing system packages: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "warning: missing system packages (${missing[*]}); tests that need them will fail" >&2
+    fi
+fi
 
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'

@@ -45,7 +45,7 @@ class ResponsesRequest(WireModel):
         return self.input
 
 
-MAX_JSON_DEPTH = 128
+MAX_JSON_DEPTH = 254
 
 
 def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
@@ -71,15 +71,17 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
 
 
 def _check_depth(data: Any) -> None:
-    """Reject absurdly deep nesting iteratively (no recursion limit to hit)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise RequestError(
-                f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.", code="too_deep"
-            )
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
+    """Reject nesting deeper than ``MAX_JSON_DEPTH`` (254, orjson's own limit).
+
+    Everything toolwire sends on is serialized with orjson, which refuses deeper
+    values; serializing once here (about 20 us for a 50 KB Codex body, several times
+    faster than walking the tree in Python) turns that into a clear 400 up front.
+    """
+    try:
+        orjson.dumps(data)
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise RequestError(f"The request body cannot be represented as JSON: {exc}.") from exc
+        raise RequestError(
+            f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.", code="too_deep"
+        ) from exc
