@@ -289,6 +289,11 @@ def test_parsers_are_cached_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None
     assert APPLY_PATCH_GRAMMAR not in custom_input._PARSERS  # the oldest went first
 
 
+def test_deep_nesting_does_not_raise() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert recover_custom_input(deep, PLAIN) == RecoveredInput(deep, "custom input was raw text")
+
+
 @settings(max_examples=200, deadline=None)
 @given(arguments=st.text(), tool=st.sampled_from([APPLY_PATCH, EXEC, PLAIN, DIGITS]))
 def test_never_raises(arguments: str, tool: CustomTool) -> None:

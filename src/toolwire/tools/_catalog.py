@@ -43,6 +43,7 @@ class CatalogEntry:
     kind: ToolKind
     spec: ToolSpec
     source: str
+    namespace_description: str | None = None
 
 
 def kind_of(spec: ToolSpec) -> ToolKind:
@@ -97,10 +98,12 @@ class ToolCatalog:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _add(self, spec: ToolSpec, namespace: str | None, source: str) -> None:
+    def _add(
+        self, spec: ToolSpec, namespace: str | None, source: str, namespace_description: str | None = None
+    ) -> None:
         if isinstance(spec, NamespaceTool):
             for index, inner in enumerate(spec.tools):
-                self._add(inner, spec.name, f"{source}.tools[{index}]")
+                self._add(inner, spec.name, f"{source}.tools[{index}]", spec.description)
             return
         tool_name = name_of(spec, namespace)
         known = self._entries.get(tool_name)
@@ -110,7 +113,7 @@ class ToolCatalog:
             raise ConfigurationError(
                 f"Two different tools are named {tool_name}: at {known.source} and at {source}."
             )
-        self._entries[tool_name] = CatalogEntry(tool_name, kind_of(spec), spec, source)
+        self._entries[tool_name] = CatalogEntry(tool_name, kind_of(spec), spec, source, namespace_description)
 
 
 def _as_body(body: Mapping[str, Any] | bytes) -> bytes | dict[str, Any]:
@@ -126,7 +129,8 @@ def _attached_tools(item: Any, item_index: int) -> list[ToolSpec]:
     """
     if isinstance(item, AdditionalToolsItem | ToolSearchOutputItem):
         return list(item.tools)
-    tools = getattr(item, "tools", None)
+    extra = item.model_extra  # a plain dict lookup: getattr on a pydantic model is slow
+    tools = extra.get("tools") if extra else None
     if not isinstance(tools, list):
         return []
     try:

@@ -136,7 +136,7 @@ def _loads(text: str) -> Any:
     """``text`` as JSON; raw control characters inside strings are tolerated. ``_NOT_JSON`` if not."""
     try:
         return json.loads(text, strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _NOT_JSON
 
 

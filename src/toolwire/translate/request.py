@@ -194,19 +194,13 @@ def _chat_tools(
     notes: _Notes,
 ) -> list[ChatTool]:
     """The Chat ``tools`` for every callable tool in ``table`` (only ``allowed`` ones if set)."""
-    namespace_descriptions: dict[str, str] | None = None
     tools: list[ChatTool] = []
     for tool in table:
         if allowed is not None and tool.tool_name not in allowed:
             continue
-        namespace = tool.tool_name.namespace
-        prefix = ""
-        if namespace is not None:
-            if namespace_descriptions is None:
-                namespace_descriptions = _namespace_descriptions(request)
-            prefix = namespace_descriptions.get(namespace, "")
+        if tool.tool_name.namespace is not None:
             notes.convert("namespace tools flattened")
-        chat_tool = _chat_tool(tool, prefix, notes)
+        chat_tool = _chat_tool(tool, tool.namespace_description or "", notes)
         if chat_tool is not None:
             tools.append(chat_tool)
     if allowed is not None:
@@ -278,32 +272,6 @@ def _custom_tool_description(spec: CustomTool, namespace_description: str) -> st
     else:
         format_text = f"`input` format: {tool_format.type}."
     return _join_paragraphs(namespace_description, spec.description, _RAW_INPUT_RULE, format_text)
-
-
-def _namespace_descriptions(request: ResponsesRequest) -> dict[str, str]:
-    """Namespace name -> its description, from every place a request declares tools."""
-    pending: list[Any] = list(request.tools or ())
-    if isinstance(request.input, list):
-        for item in request.input:
-            attached = getattr(item, "tools", None)
-            if isinstance(attached, list):
-                pending.extend(attached)
-    found: dict[str, str] = {}
-    for spec in pending:  # grows while it is walked: nested namespaces come last
-        name: Any
-        description: Any
-        inner: Any
-        if isinstance(spec, NamespaceTool):
-            name, description, inner = spec.name, spec.description, spec.tools
-        elif isinstance(spec, dict) and spec.get("type") == "namespace":  # inside an unknown item
-            name, description, inner = spec.get("name"), spec.get("description"), spec.get("tools")
-        else:
-            continue
-        if isinstance(name, str) and isinstance(description, str) and description:
-            found.setdefault(name, description)
-        if isinstance(inner, list):
-            pending.extend(inner)
-    return found
 
 
 def _join_paragraphs(*texts: str | None) -> str:

@@ -32,6 +32,7 @@ class UpstreamTool:
     tool_name: ToolName
     kind: ToolKind
     spec: ToolSpec
+    namespace_description: str | None = None
 
     @property
     def custom(self) -> CustomTool | None:
@@ -56,7 +57,7 @@ class UpstreamToolTable:
         name = flat_name(entry.tool_name)
         if name in self._by_upstream:
             name = _hashed(name, str(entry.tool_name))
-        tool = UpstreamTool(name, entry.tool_name, entry.kind, entry.spec)
+        tool = UpstreamTool(name, entry.tool_name, entry.kind, entry.spec, entry.namespace_description)
         self._by_upstream[name] = tool
         self._by_tool[entry.tool_name] = tool
 
