@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -187,7 +188,7 @@ async def _pump(exchange: Exchange, chunks: ChatStream, translator: ChatStreamTr
             if translator.finished:
                 break
         else:
-            await _send_events(exchange, send, translator.finish())
+            await _send_events(exchange, send, translator.finish(completed_at=int(time.time())))
     except UpstreamError as exc:
         await _send_events(exchange, send, translator.fail(exc.message))
     except OSError:
