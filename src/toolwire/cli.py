@@ -65,6 +65,15 @@ def serve(
     shutdown_grace: Annotated[
         float | None, typer.Option(help="On SIGTERM, seconds running streams get to finish before they are failed [30].")
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            help="Where stored responses live: sqlite:///path, sqlite:// (state directory), memory://, "
+            "redis://host:port/db, or none [sqlite://]."
+        ),
+    ] = None,
+    store_ttl: Annotated[float | None, typer.Option(help="Seconds a stored response is kept after last use [30 days].")] = None,
+    store_max_entries: Annotated[int | None, typer.Option(help="Most stored responses kept [10000].")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
@@ -89,6 +98,9 @@ def serve(
             "upstream_retries": upstream_retries,
             "shutdown_grace": shutdown_grace,
             "workers": workers,
+            "store": store,
+            "store_ttl_seconds": store_ttl,
+            "store_max_entries": store_max_entries,
         }.items()
         if value is not None
     }
@@ -112,6 +124,13 @@ def serve(
         if needed.api_key_env not in os.environ:
             _fail(f"the upstream '{needed.name}' takes its key from {needed.api_key_env}, which is not set.")
     server = settings.server
+    if server.store != "none":
+        from toolwire.store import open_store
+
+        try:
+            open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
+        except ValueError as exc:
+            _fail(f"--store: {exc}")
     client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
     if server.api_key_env and not client_keys:
         _fail(f"--api-key-env names {server.api_key_env}, which holds no key.")
@@ -136,6 +155,17 @@ def serve(
         http="httptools",
         timeout_graceful_shutdown=max(0, round(server.shutdown_grace)),
     )
+
+
+def _register_commands() -> None:
+    from toolwire.agent import agent_command
+
+    app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
+        agent_command
+    )
+
+
+_register_commands()
 
 
 def _fail(message: str) -> typer.Exit:

@@ -92,10 +92,14 @@ def test_upstream_5xx_is_retried_before_streaming(gateway: GatewayProcess, upstr
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "second try"
 
 
-def test_persistent_5xx_reaches_the_client(gateway: GatewayProcess, upstream: ChatUpstream) -> None:
-    upstream.enqueue(*[HttpError(500, {"error": {"message": "model crashed"}})] * 2)
+@pytest.mark.parametrize(("upstream_status", "client_status"), [(500, 502), (502, 502), (503, 503)])
+def test_persistent_5xx_reaches_the_client(
+    gateway: GatewayProcess, upstream: ChatUpstream, upstream_status: int, client_status: int
+) -> None:
+    """An upstream 500 becomes 502 (the gateway's backend failed); other statuses pass as they are."""
+    upstream.enqueue(*[HttpError(upstream_status, {"error": {"message": "model crashed"}})] * 2)
     response = post(gateway, {"model": "m", "input": "hi", "stream": True})
-    assert response.status_code == 500
+    assert response.status_code == client_status
     assert "model crashed" in response.json()["error"]["message"]
 
 

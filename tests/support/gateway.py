@@ -38,6 +38,7 @@ class GatewayProcess:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--upstream", upstream_url,
             "--upstream-key-env", UPSTREAM_KEY_ENV,
+            "--store", f"sqlite:///{log_path.with_suffix('.sqlite3')}",
             *extra_args,
         ]
         self.env = {**os.environ, UPSTREAM_KEY_ENV: UPSTREAM_KEY, **(env or {})}

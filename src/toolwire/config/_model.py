@@ -25,6 +25,12 @@ class ServerConfig(_Strict):
     upstream_timeout: float = Field(default=300.0, gt=0)
     upstream_retries: int = Field(default=3, ge=1, le=10)
     shutdown_grace: float = Field(default=30.0, ge=0)
+    # Stored responses (previous_response_id, GET /v1/responses/{id}): sqlite:///path,
+    # sqlite:// (under the user's state directory), memory://, redis://host:port/db, or
+    # "none" to keep nothing.
+    store: str = "sqlite://"
+    store_ttl_seconds: float | None = Field(default=30 * 24 * 3600, gt=0)
+    store_max_entries: int | None = Field(default=10_000, gt=0)
     workers: int = Field(default=1, ge=1)
 
 

@@ -19,6 +19,7 @@ from ._observers import LogObserver
 from ._responses import ResponsesEndpoint
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
+from ._stored import stored_routes
 
 
 def create_app(
@@ -60,6 +61,8 @@ def create_app(
             yield
         finally:
             await router.aclose()
+            if settings.store is not None:
+                await settings.store.aclose()
 
     app = Starlette(
         routes=[
@@ -67,6 +70,7 @@ def create_app(
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            *(stored_routes(settings.store) if settings.store is not None else ()),
         ],
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,

@@ -12,6 +12,7 @@ import os
 from starlette.types import ASGIApp
 
 from toolwire.config import GatewayConfig
+from toolwire.store import open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
@@ -25,7 +26,12 @@ MODEL_OVERRIDE_ENV = "TOOLWIRE_SERVE_MODEL"
 def build_app(config: GatewayConfig, *, model_override: str | None = None) -> ASGIApp:
     server = config.server
     client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
-    settings = GatewaySettings(max_body_bytes=server.max_body_bytes, client_keys=client_keys)
+    store = (
+        None
+        if server.store == "none"
+        else open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
+    )
+    settings = GatewaySettings(max_body_bytes=server.max_body_bytes, client_keys=client_keys, store=store)
     return create_app(build_router(config, default_model=model_override), settings)
 
 

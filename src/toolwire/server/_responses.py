@@ -19,8 +19,9 @@ from typing import Any
 
 import orjson
 
-from toolwire.errors import UpstreamError
-from toolwire.protocol import ResponsesRequest, encode_event, parse_request
+from toolwire.errors import RequestError, UpstreamError
+from toolwire.protocol import ResponsesRequest, dump_item, encode_event, parse_item, parse_request
+from toolwire.store import ResponseStore, StoredResponse, with_previous
 from toolwire.translate.completion import translate_completion
 from toolwire.translate.request import TranslatedRequest, translate_request
 from toolwire.translate.stream import ChatStreamTranslator
@@ -79,6 +80,8 @@ class ResponsesEndpoint:
             request = parse_request(exchange.client_request)
             exchange.model, exchange.stream = request.model, bool(request.stream)
             route = self.router.resolve(request.model)
+            own_input = [dump_item(item) for item in request.input_items()]
+            request = await self._with_history(request, own_input)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
             translated = translate_request(request, route.profile, model=route.upstream_model)
         except Exception as exc:
@@ -87,10 +90,25 @@ class ResponsesEndpoint:
         exchange.upstream_request = translated.chat
         exchange.warnings = translated.warnings
         exchange.conversions = list(translated.conversions)
+        keep = _Keeper(self.settings.store, request, own_input)
         if request.stream:
-            await self._stream(exchange, receive, send, route.backend, request, translated)
+            await self._stream(exchange, receive, send, route.backend, request, translated, keep)
         else:
-            await self._complete(exchange, send, route.backend, request, translated)
+            await self._complete(exchange, send, route.backend, request, translated, keep)
+
+    async def _with_history(self, request: ResponsesRequest, own_input: list[dict[str, Any]]) -> ResponsesRequest:
+        """``request`` with the stored conversation before its own input, when it continues one."""
+        if request.previous_response_id is None:
+            return request
+        store = self.settings.store
+        if store is None:
+            raise RequestError(
+                "previous_response_id needs a response store, and this gateway has none (--store).",
+                param="previous_response_id",
+            )
+        chain = await store.chain_input(request.previous_response_id)
+        items = [parse_item(item, where=f"input[{n}]") for n, item in enumerate(with_previous(chain, own_input))]
+        return request.model_copy(update={"input": items})
 
     async def _fail_before_streaming(self, exchange: Exchange, send: Send, exc: BaseException) -> None:
         error = as_toolwire_error(exc)
@@ -104,6 +122,7 @@ class ResponsesEndpoint:
         backend: ChatBackend,
         request: ResponsesRequest,
         translated: TranslatedRequest,
+        keep: _Keeper,
     ) -> None:
         try:
             completion = await backend.complete(translated.chat)
@@ -116,6 +135,7 @@ class ResponsesEndpoint:
                 created_at=int(exchange.received_at),
                 model=request.model,
             )
+            await keep(response)
         except Exception as exc:
             await self._fail_before_streaming(exchange, send, exc)
             return
@@ -130,6 +150,7 @@ class ResponsesEndpoint:
         backend: ChatBackend,
         request: ResponsesRequest,
         translated: TranslatedRequest,
+        keep: _Keeper,
     ) -> None:
         translator = ChatStreamTranslator(
             request,
@@ -145,7 +166,7 @@ class ResponsesEndpoint:
                 await self._fail_before_streaming(exchange, send, exc)
                 return
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            pump = asyncio.ensure_future(_pump(exchange, chunks, translator, send))
+            pump = asyncio.ensure_future(_pump(exchange, chunks, translator, send, keep))
             disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
             try:
                 await asyncio.wait({pump, disconnect}, return_when=asyncio.FIRST_COMPLETED)
@@ -176,19 +197,29 @@ def _conclude(exchange: Exchange, translator: ChatStreamTranslator) -> None:
         log.info("client left %s mid-stream; upstream request cancelled", exchange.request_id)
 
 
-async def _pump(exchange: Exchange, chunks: ChatStream, translator: ChatStreamTranslator, send: Send) -> None:
-    """Upstream chunks -> translated events -> the client, ending in one terminal event."""
+async def _pump(
+    exchange: Exchange, chunks: ChatStream, translator: ChatStreamTranslator, send: Send, keep: _Keeper
+) -> None:
+    """Upstream chunks -> translated events -> the client, ending in one terminal event.
+
+    The response is stored before its terminal event goes out, so a client that
+    continues it at once always finds it.
+    """
     await _send_events(exchange, send, translator.start())
     try:
         async for chunk in chunks:
             exchange.note_chunk(chunk)
             events = translator.feed(chunk)
+            if translator.finished:
+                await _keep_quietly(keep, translator.response)
             if events:
                 await _send_events(exchange, send, events)
             if translator.finished:
                 break
         else:
-            await _send_events(exchange, send, translator.finish(completed_at=int(time.time())))
+            events = translator.finish(completed_at=int(time.time()))
+            await _keep_quietly(keep, translator.response)
+            await _send_events(exchange, send, events)
     except UpstreamError as exc:
         await _send_events(exchange, send, translator.fail(exc.message))
     except OSError:
@@ -197,6 +228,28 @@ async def _pump(exchange: Exchange, chunks: ChatStream, translator: ChatStreamTr
         log.error("stream translation failed", exc_info=exc)
         await _send_events(exchange, send, translator.fail("The gateway failed while translating the stream."))
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Keeper:
+    """Stores a finished response (``store`` defaults to true) with the request's own input."""
+
+    def __init__(self, store: ResponseStore | None, request: ResponsesRequest, own_input: list[dict[str, Any]]) -> None:
+        self._store = store if request.store is not False else None
+        self._own_input = own_input
+        self._previous = request.previous_response_id
+
+    async def __call__(self, response: dict[str, Any]) -> None:
+        if self._store is not None:
+            record = StoredResponse.from_exchange(response, self._own_input, previous_response_id=self._previous)
+            await self._store.put(record)
+
+
+async def _keep_quietly(keep: _Keeper, response: dict[str, Any]) -> None:
+    """Mid-stream the client can no longer get an error status: a store failure is logged."""
+    try:
+        await keep(response)
+    except Exception:
+        log.exception("storing response %s failed", response.get("id"))
 
 
 async def _send_events(exchange: Exchange, send: Send, events: list[Any]) -> None:

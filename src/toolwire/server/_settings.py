@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from toolwire.config._model import DEFAULT_MAX_BODY_BYTES
+from toolwire.store import ResponseStore
 
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     client_keys: tuple[bytes, ...] = field(default=(), repr=False)
+    # Where responses are kept for previous_response_id and GET /v1/responses/{id};
+    # None keeps nothing.
+    store: ResponseStore | None = None

@@ -385,6 +385,8 @@ _SILENTLY_DROPPED_FIELDS = frozenset(
         "safety_identifier",
         "service_tier",
         "stream_options",
+        # Resolved by the server from its response store before translation.
+        "previous_response_id",
     }
 )
 _DEFAULT_VALUES: dict[str, Any] = {"truncation": "disabled"}
@@ -819,7 +821,8 @@ def _loaded_tools_listing(specs: Iterable[ToolSpec], table: UpstreamToolTable) -
 
 
 def _first_line(text: str) -> str:
-    line = text.partition("\n")[0]
+    """The first non-blank line (Codex's descriptions often start with a line break)."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if len(line) <= _MAX_LISTED_DESCRIPTION:
         return line
     return line[: _MAX_LISTED_DESCRIPTION - 1] + "…"

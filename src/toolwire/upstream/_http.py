@@ -145,6 +145,8 @@ async def _chunks(response: aiohttp.ClientResponse, timeout: float) -> AsyncIter
         raise UpstreamError(
             f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout"
         ) from exc
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
+        raise UpstreamError("The upstream closed the connection before the stream was complete.") from exc
     except (aiohttp.ClientError, OSError) as exc:
         raise UpstreamError(f"The upstream stream broke: {_describe(exc)}.") from exc
 
@@ -181,12 +183,22 @@ async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
         message = f"The upstream answered HTTP {response.status} {response.reason or ''}".strip() + "."
     return UpstreamError(
         message,
-        status=response.status,
+        status=_client_status(response.status),
         code=code,
         param=param,
         error_type=error_type or ("server_error" if response.status >= 500 else "invalid_request_error"),
         retry_after=response.headers.get("retry-after"),
     )
+
+
+def _client_status(upstream_status: int) -> int:
+    """The status to give the client for an upstream error status.
+
+    The upstream's own status, except 500: a gateway whose backend failed answers 502
+    (Bad Gateway), and clients treat the two differently — Codex shows the body of a
+    502 to its user but replaces a 500's with a generic "high demand" notice.
+    """
+    return 502 if upstream_status == 500 else upstream_status
 
 
 def _error_fields(raw: bytes) -> tuple[str, str | None, str | None, str | None]:

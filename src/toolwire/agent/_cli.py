@@ -1,0 +1,199 @@
+"""``toolwire agent``: run one task with the built-in tools against a Responses endpoint.
+
+Progress (each tool call and its result) goes to stderr; the final answer is the last
+thing written to stdout. Exit codes: 0 answered, 1 the turn failed (a fatal tool error,
+the endpoint failed), 2 bad usage, 124 ``--timeout`` ran out, 130 interrupted (Ctrl-C).
+Only argument handling and display live here; the work is ``AgentLoop``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn, TextIO
+
+import typer
+
+from toolwire.errors import ToolwireError
+from toolwire.tools import FatalRuntimeError, FunctionPayload
+
+from ._client import HttpResponsesClient
+from ._events import AgentEvent, AssistantMessage, ModelRequested, ToolCallFinished, ToolCallStarted
+from ._handlers import ToolContext
+from ._loop import AgentLoop, AgentResult
+from ._policy import Approval, Policy, Sandbox, TerminalApprover
+from .builtin import builtin_router
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+EXIT_INTERRUPTED = 130
+
+_PREVIEW_LINES = 6
+_PREVIEW_CHARS = 600
+
+
+def agent_command(
+    prompt: Annotated[str, typer.Argument(help="The task for the agent.")],
+    base_url: Annotated[
+        str,
+        typer.Option(
+            help="Base URL of a Responses endpoint, e.g. http://127.0.0.1:8787/v1 (toolwire serve)."
+        ),
+    ],
+    model: Annotated[str, typer.Option(help="The model name to send.")],
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="Name of the environment variable holding the endpoint's API key."),
+    ] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(help="Working directory of the tools (default: the current one).")
+    ] = None,
+    approval: Annotated[
+        Approval,
+        typer.Option(
+            help="never: refuse what the sandbox forbids. on-request: ask on the terminal first."
+        ),
+    ] = Approval.ON_REQUEST,
+    sandbox: Annotated[
+        Sandbox,
+        typer.Option(
+            help="read-only: refuse apply_patch and any command not known to be read-only. "
+            "danger-full-access: run everything (toolwire has no OS sandbox)."
+        ),
+    ] = Sandbox.READ_ONLY,
+    instructions: Annotated[
+        str | None, typer.Option(help="Replace the default instructions.")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Stop everything after this many seconds (exit 124).")
+    ] = None,
+    max_parallel: Annotated[int, typer.Option(min=1, help="Tool calls run at once, at most.")] = 4,
+    max_turns: Annotated[int, typer.Option(min=1, help="Model requests, at most.")] = 50,
+) -> None:
+    """Run an agent until the model answers without tool calls; print the answer."""
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            _fail(f"--api-key-env names {api_key_env}, which is not set.", EXIT_USAGE)
+    workdir = (cwd or Path.cwd()).resolve()
+    if not workdir.is_dir():
+        _fail(f"--cwd {workdir} is not a directory.", EXIT_USAGE)
+    policy = Policy(sandbox=sandbox, approval=approval, approver=TerminalApprover())
+    run = _run(
+        prompt,
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        context=ToolContext(workdir, policy),
+        instructions=instructions
+        if instructions is not None
+        else default_instructions(workdir, sandbox),
+        timeout=timeout,
+        max_parallel=max_parallel,
+        max_turns=max_turns,
+    )
+    try:
+        result = asyncio.run(run)
+    except KeyboardInterrupt:
+        _fail("interrupted.", EXIT_INTERRUPTED)
+    except TimeoutError:
+        _fail(f"timed out after {timeout:g} s.", EXIT_TIMEOUT)
+    except FatalRuntimeError as exc:
+        _fail(f"fatal: {exc.message}", EXIT_FAILED)
+    except ToolwireError as exc:
+        _fail(exc.message, EXIT_FAILED)
+    typer.echo(result.answer)
+
+
+async def _run(
+    prompt: str,
+    *,
+    base_url: str,
+    api_key: str | None,
+    model: str,
+    context: ToolContext,
+    instructions: str,
+    timeout: float | None,
+    max_parallel: int,
+    max_turns: int,
+) -> AgentResult:
+    async with HttpResponsesClient(base_url, api_key=api_key) as client:
+        loop = AgentLoop(
+            client,
+            builtin_router(),
+            model=model,
+            context=context,
+            instructions=instructions,
+            max_parallel=max_parallel,
+            max_turns=max_turns,
+            on_event=ProgressPrinter(sys.stderr),
+        )
+        async with asyncio.timeout(timeout):
+            return await loop.run(prompt)
+
+
+def default_instructions(cwd: Path, sandbox: Sandbox) -> str:
+    rules = (
+        "The sandbox is read-only: apply_patch and commands that may write are refused unless the user allows them."
+        if sandbox is Sandbox.READ_ONLY
+        else "You may read and write files and run any command."
+    )
+    return (
+        f"You are a coding agent working in {cwd}. Use exec_command to run shell commands, "
+        "apply_patch to edit files and view_image to look at images. "
+        f"{rules} When the task is done, reply with a short final answer and no tool calls."
+    )
+
+
+class ProgressPrinter:
+    """Writes each tool call and its result to ``stream`` (stderr in the CLI)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, ModelRequested):
+            self._write(f"· request {event.turn} to the model")
+        elif isinstance(event, AssistantMessage):
+            self._write(f"· assistant: {_preview(event.text)}")
+        elif isinstance(event, ToolCallStarted):
+            payload = event.call.payload
+            shown = (
+                payload.arguments
+                if isinstance(payload, FunctionPayload)
+                else getattr(payload, "input", "")
+            )
+            self._write(f"→ {event.call.tool_name} [{event.call.call_id}] {_preview(str(shown))}")
+        elif isinstance(event, ToolCallFinished):
+            status = "ok" if event.success else "error"
+            self._write(
+                f"← {event.call.tool_name} [{event.call.call_id}] {status} in {event.seconds:.2f} s\n"
+                + _indent(_preview(event.output))
+            )
+
+    def _write(self, text: str) -> None:
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+
+def _preview(text: str) -> str:
+    lines = text.splitlines()
+    shown = "\n".join(lines[:_PREVIEW_LINES])
+    if len(shown) > _PREVIEW_CHARS:
+        shown = shown[:_PREVIEW_CHARS] + "…"
+    if len(lines) > _PREVIEW_LINES:
+        shown += f"\n… ({len(lines) - _PREVIEW_LINES} more lines)"
+    return shown
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)

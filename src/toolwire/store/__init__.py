@@ -1,0 +1,46 @@
+"""Stored responses: ``store: true`` and ``previous_response_id`` for the Responses API.
+
+The server talks to one seam, ``ResponseStore`` (``put``, ``get``, ``delete``,
+``chain_input``, ``aclose``), and ``open_store(url)`` picks the store behind it:
+memory (the fake, and single-process use), SQLite (the default, one host) or Redis
+(several gateways behind a load balancer). Every store is bounded by a time to live
+and a maximum number of entries; failures to reach a store are ``StoreUnavailable``
+(503). Records are immutable, so concurrent continuations of one response cannot
+corrupt a chain.
+"""
+
+from ._base import (
+    MAX_CHAIN_LENGTH,
+    ItemDict,
+    PreviousResponseNotFound,
+    ResponseStore,
+    StoredResponse,
+    StoreUnavailable,
+    with_previous,
+)
+from ._memory import MemoryResponseStore
+from ._open import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_STORE_URL,
+    DEFAULT_TTL_SECONDS,
+    default_sqlite_path,
+    open_store,
+)
+from ._sqlite import SQLiteResponseStore
+
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_STORE_URL",
+    "DEFAULT_TTL_SECONDS",
+    "MAX_CHAIN_LENGTH",
+    "ItemDict",
+    "MemoryResponseStore",
+    "PreviousResponseNotFound",
+    "ResponseStore",
+    "SQLiteResponseStore",
+    "StoreUnavailable",
+    "StoredResponse",
+    "default_sqlite_path",
+    "open_store",
+    "with_previous",
+]

@@ -1,0 +1,109 @@
+"""``MemoryResponseStore``: responses in this process's memory, least recently used first out.
+
+The fake beside SQLite and Redis, and the store for a single short-lived gateway.
+Records are kept encoded, exactly as the persistent stores keep them, so a caller
+that mutates what it read cannot change what is stored.
+
+Because writing and continuing a response both refresh its time to live *and* move it
+to the end of the eviction order, that order is also the expiry order: expired
+records are always at the front, and purging them never scans live ones.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ._base import (
+    ItemDict,
+    PreviousResponseNotFound,
+    StoredResponse,
+    check_chain_length,
+    conversation_of,
+    decode_record,
+    encode_record,
+)
+
+
+@dataclass(slots=True)
+class _Entry:
+    data: bytes
+    previous_response_id: str | None
+    expires_at: float
+
+
+class MemoryResponseStore:
+    """A bounded in-memory ``ResponseStore``: at most ``max_entries``, each for ``ttl_seconds``.
+
+    ``clock`` (seconds, monotonic) is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl_seconds: float | None,
+        max_entries: int | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"MemoryResponseStore(ttl_seconds={self.ttl_seconds}, max_entries={self.max_entries})"
+
+    async def put(self, record: StoredResponse) -> None:
+        now = self._clock()
+        self._purge_expired(now)
+        self._entries[record.id] = _Entry(encode_record(record), record.previous_response_id, self._expiry(now))
+        self._entries.move_to_end(record.id)
+        if self.max_entries is not None:
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        entry = self._live(response_id, self._clock())
+        return decode_record(entry.data) if entry else None
+
+    async def delete(self, response_id: str) -> bool:
+        return self._entries.pop(response_id, None) is not None
+
+    async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
+        now = self._clock()
+        newest_first: list[StoredResponse] = []
+        next_id: str | None = previous_response_id
+        while next_id is not None:
+            check_chain_length(previous_response_id, len(newest_first) + 1)
+            entry = self._live(next_id, now)
+            if entry is None:
+                raise PreviousResponseNotFound(previous_response_id, next_id)
+            newest_first.append(decode_record(entry.data))
+            next_id = entry.previous_response_id
+        for record in newest_first:  # newest first: the oldest ends up evicted last
+            entry = self._entries[record.id]
+            entry.expires_at = self._expiry(now)
+            self._entries.move_to_end(record.id)
+        return conversation_of(newest_first[::-1])
+
+    async def aclose(self) -> None:
+        self._entries.clear()
+
+    def _live(self, response_id: str, now: float) -> _Entry | None:
+        entry = self._entries.get(response_id)
+        if entry is not None and entry.expires_at <= now:
+            del self._entries[response_id]
+            return None
+        return entry
+
+    def _expiry(self, now: float) -> float:
+        return now + self.ttl_seconds if self.ttl_seconds is not None else float("inf")
+
+    def _purge_expired(self, now: float) -> None:
+        while self._entries:
+            oldest_id, oldest = next(iter(self._entries.items()))
+            if oldest.expires_at > now:
+                return
+            del self._entries[oldest_id]

@@ -1,0 +1,227 @@
+"""``RedisResponseStore``: responses in Redis, shared by every gateway behind a load balancer.
+
+Layout, under a key prefix (``toolwire:`` by default)::
+
+    {prefix}response:{id}   hash {record: JSON, prev: previous response id or ""}, PEXPIRE ttl
+    {prefix}responses       sorted set of ids, scored by last use (microseconds, strictly rising)
+
+The sorted set is the eviction order: every write trims it to ``max_entries`` (deleting
+the least recently used records) and drops the ids whose time to live has passed. Both
+writing a response and walking a chain are one Lua script each, so they are atomic
+and a chain of any length costs one round trip; walking a chain refreshes the time to
+live and the place in the eviction order of every response in it. (The scripts touch
+keys they compute, so this works on a single Redis server, not on Redis Cluster.)
+
+Redis going away is an expected event: commands have bounded socket timeouts, each is
+retried once on a fresh connection (which also heals connections a restart broke),
+and a failure becomes ``StoreUnavailable`` naming the store, never its password. The
+client reconnects by itself on the next command once Redis is back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ._base import (
+    MAX_CHAIN_LENGTH,
+    ItemDict,
+    PreviousResponseNotFound,
+    StoredResponse,
+    StoreUnavailable,
+    check_chain_length,
+    conversation_of,
+    decode_record,
+    encode_record,
+)
+
+T = TypeVar("T")
+
+DEFAULT_KEY_PREFIX = "toolwire:"
+DEFAULT_SOCKET_TIMEOUT_SECONDS = 2.0
+
+# A score for "used now": the server's clock in microseconds, but never at or below
+# the highest score already given, so the eviction order is strict.
+_NOW = """
+local function used_now(index)
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local top = redis.call('ZREVRANGE', index, 0, 0, 'WITHSCORES')
+    if top[2] and tonumber(top[2]) >= now then now = tonumber(top[2]) + 1 end
+    return now
+end
+"""
+
+# KEYS: index, record key.  ARGV: id, previous id or "", record, ttl ms (0: none),
+# max entries (0: none), record key prefix.
+_PUT = (
+    _NOW
+    + """
+local now = used_now(KEYS[1])
+local ttl_ms = tonumber(ARGV[4])
+local max_entries = tonumber(ARGV[5])
+redis.call('HSET', KEYS[2], 'record', ARGV[3], 'prev', ARGV[2])
+if ttl_ms > 0 then
+    redis.call('PEXPIRE', KEYS[2], ttl_ms)
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl_ms * 1000)
+end
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+if max_entries > 0 then
+    local excess = redis.call('ZCARD', KEYS[1]) - max_entries
+    if excess > 0 then
+        local evicted = redis.call('ZPOPMIN', KEYS[1], excess)
+        for i = 1, #evicted, 2 do
+            redis.call('DEL', ARGV[6] .. evicted[i])
+        end
+    end
+end
+return 1
+"""
+)
+
+# KEYS: index.  ARGV: id, record key prefix, ttl ms (0: none), max chain length.
+# Returns {status, missing id, record...} with the records newest first; status is
+# "ok", "missing" (missing id is the response that is gone) or "too_long".
+_CHAIN = (
+    _NOW
+    + """
+local ttl_ms = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local found = {}
+local id = ARGV[1]
+while id ~= '' do
+    if #found >= limit then return {'too_long', ''} end
+    local fields = redis.call('HMGET', ARGV[2] .. id, 'record', 'prev')
+    if not fields[1] then return {'missing', id} end
+    found[#found + 1] = {id, fields[1]}
+    id = fields[2] or ''
+end
+local result = {'ok', ''}
+for i, entry in ipairs(found) do
+    -- newest first, each scored a little later: the oldest is evicted last
+    redis.call('ZADD', KEYS[1], used_now(KEYS[1]), entry[1])
+    if ttl_ms > 0 then redis.call('PEXPIRE', ARGV[2] .. entry[1], ttl_ms) end
+    result[#result + 1] = entry[2]
+end
+return result
+"""
+)
+
+
+class RedisResponseStore:
+    """A ``ResponseStore`` in the Redis server at ``url`` (``redis://`` or ``rediss://``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        ttl_seconds: float | None,
+        max_entries: int | None,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_SECONDS,
+    ) -> None:
+        self.display_url = redact_url(url)
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+        self._record_prefix = f"{key_prefix}response:"
+        self._index = f"{key_prefix}responses"
+        self._client: redis.Redis = redis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+            retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=1),
+            decode_responses=False,
+        )
+        self._put_script = self._client.register_script(_PUT)
+        self._chain_script = self._client.register_script(_CHAIN)
+
+    def __repr__(self) -> str:
+        return f"RedisResponseStore({self.display_url!r})"
+
+    async def put(self, record: StoredResponse) -> None:
+        await self._call(
+            lambda: self._put_script(
+                keys=[self._index, self._record_prefix + record.id],
+                args=[
+                    record.id,
+                    record.previous_response_id or "",
+                    encode_record(record),
+                    self._ttl_ms(),
+                    self.max_entries or 0,
+                    self._record_prefix,
+                ],
+            )
+        )
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        data = await self._call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
+        return None if data is None else decode_record(data)
+
+    async def delete(self, response_id: str) -> bool:
+        async def delete() -> Any:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.delete(self._record_prefix + response_id)
+                pipe.zrem(self._index, response_id)
+                return await pipe.execute()
+
+        deleted, _ = await self._call(delete)
+        return bool(deleted)
+
+    async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
+        status, missing, *newest_first = await self._call(
+            lambda: self._chain_script(
+                keys=[self._index],
+                args=[previous_response_id, self._record_prefix, self._ttl_ms(), MAX_CHAIN_LENGTH],
+            )
+        )
+        if status == b"missing":
+            raise PreviousResponseNotFound(previous_response_id, missing.decode())
+        if status == b"too_long":
+            check_chain_length(previous_response_id, MAX_CHAIN_LENGTH + 1)
+        return conversation_of([decode_record(data) for data in reversed(newest_first)])
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def _call(self, command: Callable[[], Awaitable[T]]) -> T:
+        """Run one command, mapping Redis's failures to ``StoreUnavailable``."""
+        try:
+            return await command()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailable(
+                f"The response store {self.display_url} is unreachable "
+                f"({type(exc).__name__}: {str(exc).rstrip('.')})."
+            ) from exc
+        except RedisError as exc:
+            raise StoreUnavailable(
+                f"The response store {self.display_url} failed: {str(exc).rstrip('.')}."
+            ) from exc
+
+    def _ttl_ms(self) -> int:
+        return max(1, round(self.ttl_seconds * 1000)) if self.ttl_seconds is not None else 0
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password or query string, fit for messages and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port is not None else "")
+    if parts.username:
+        netloc = f"{parts.username}:***@{netloc}" if parts.password else f"{parts.username}@{netloc}"
+    elif parts.password:
+        netloc = f":***@{netloc}"
+    return f"{parts.scheme}://{netloc}{parts.path}"

@@ -1,0 +1,157 @@
+"""exec_command: output, exit codes, workdir, timeout, output limit, processes left behind."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from toolwire.agent import (
+    Approval,
+    ExecCommand,
+    Policy,
+    Sandbox,
+    ScriptedApprover,
+    ToolContext,
+)
+from toolwire.agent.builtin.exec_command import OutputCapture
+from toolwire.tools import RespondToModel
+
+from .processes import wait_until_stopped
+
+
+async def test_runs_a_command_and_reports_exit_code_and_output(full_access: ToolContext) -> None:
+    output = await ExecCommand().run({"cmd": "echo out; echo err >&2; exit 3"}, full_access)
+    assert not output.success
+    assert isinstance(output.content, str)
+    assert output.content.startswith("Exit code: 3\nWall time: ")
+    assert output.content.endswith("Output:\nout\nerr\n")
+
+
+async def test_runs_in_the_working_directory_or_the_workdir(full_access: ToolContext) -> None:
+    (full_access.cwd / "sub").mkdir()
+    here = await ExecCommand().run({"cmd": "pwd"}, full_access)
+    there = await ExecCommand().run({"cmd": "pwd", "workdir": "sub"}, full_access)
+    assert str(here.content).endswith(f"{full_access.cwd.resolve()}\n")
+    assert str(there.content).endswith(f"{full_access.cwd.resolve() / 'sub'}\n")
+
+
+async def test_a_missing_workdir_is_told_to_the_model(full_access: ToolContext) -> None:
+    with pytest.raises(RespondToModel, match="the workdir nowhere is not a directory"):
+        await ExecCommand().run({"cmd": "pwd", "workdir": "nowhere"}, full_access)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "needs `cmd`"),
+        ({"cmd": ""}, "needs `cmd`"),
+        ({"cmd": 5}, "needs `cmd`"),
+        ({"cmd": "ls", "timeout_ms": -1}, "`timeout_ms` must be a positive number"),
+        ({"cmd": "ls", "max_output_bytes": "big"}, "`max_output_bytes` must be a positive number"),
+        ({"cmd": "ls", "workdir": 3}, "`workdir` must be a string"),
+    ],
+)
+async def test_bad_arguments_are_told_to_the_model(
+    full_access: ToolContext, arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(RespondToModel, match=message):
+        await ExecCommand().run(dict(arguments), full_access)
+
+
+async def test_a_command_is_killed_at_its_timeout(full_access: ToolContext) -> None:
+    started = time.monotonic()
+    output = await ExecCommand().run(
+        {"cmd": "echo before; sleep 30", "timeout_ms": 300}, full_access
+    )
+    assert time.monotonic() - started < 3
+    assert not output.success
+    assert str(output.content).startswith("Killed after the 0.3 s timeout")
+    assert str(output.content).endswith("Output:\nbefore\n")
+
+
+async def test_the_handler_caps_the_timeout_the_model_asks_for(full_access: ToolContext) -> None:
+    output = await ExecCommand(max_timeout=0.2).run(
+        {"cmd": "sleep 30", "timeout_ms": 100_000}, full_access
+    )
+    assert str(output.content).startswith("Killed after the 0.2 s timeout")
+
+
+async def test_long_output_keeps_its_head_and_tail(full_access: ToolContext) -> None:
+    output = await ExecCommand(output_limit=100).run({"cmd": "seq 1 10000"}, full_access)
+    text = str(output.content).split("Output:\n", 1)[1]
+    assert text.startswith("1\n2\n3\n")
+    assert text.endswith("9999\n10000\n")
+    assert "bytes of output omitted" in text
+    assert len(text) < 200
+
+
+@pytest.mark.parametrize(
+    ("limit", "chunks", "expected"),
+    [
+        (10, [b"abc"], "abc"),
+        (10, [b"0123456789"], "0123456789"),
+        (4, [b"ab", b"cdef", b"gh"], "ab\n[... 4 bytes of output omitted ...]\ngh"),
+        (5, [b"abcdefgh"], "abc\n[... 3 bytes of output omitted ...]\ngh"),
+        (1, [b"xyz"], "x\n[... 2 bytes of output omitted ...]\n"),
+    ],
+)
+def test_output_capture(limit: int, chunks: list[bytes], expected: str) -> None:
+    capture = OutputCapture(limit)
+    for chunk in chunks:
+        capture.feed(chunk)
+    assert capture.text() == expected
+
+
+async def test_background_processes_are_stopped_when_the_shell_exits(
+    full_access: ToolContext,
+) -> None:
+    started = time.monotonic()
+    output = await ExecCommand().run({"cmd": "sleep 30 & echo $!"}, full_access)
+    assert time.monotonic() - started < 3
+    pid = int(str(output.content).split("Output:\n", 1)[1])
+    assert wait_until_stopped(pid)
+
+
+# ---------------------------------------------------------------- the policy
+
+
+def context(
+    tmp_path: Path, approval: Approval, approver: ScriptedApprover | None = None
+) -> ToolContext:
+    policy = Policy(Sandbox.READ_ONLY, approval, approver or ScriptedApprover())
+    return ToolContext(tmp_path, policy)
+
+
+async def test_read_only_runs_commands_that_cannot_write(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("content\n")
+    output = await ExecCommand().run({"cmd": "cat a.txt"}, context(tmp_path, Approval.NEVER))
+    assert str(output.content).endswith("Output:\ncontent\n")
+
+
+async def test_read_only_refuses_other_commands(tmp_path: Path) -> None:
+    with pytest.raises(RespondToModel, match="refused: read-only mode does not allow exec_command"):
+        await ExecCommand().run({"cmd": "touch x"}, context(tmp_path, Approval.NEVER))
+    assert not (tmp_path / "x").exists()
+
+
+async def test_on_request_asks_and_runs_what_the_user_allows(tmp_path: Path) -> None:
+    approver = ScriptedApprover([True, False])
+    ctx = context(tmp_path, Approval.ON_REQUEST, approver)
+    await ExecCommand().run({"cmd": "touch yes"}, ctx)
+    with pytest.raises(
+        RespondToModel, match="refused: the user did not allow exec_command to run `touch no`"
+    ):
+        await ExecCommand().run({"cmd": "touch no"}, ctx)
+    assert (tmp_path / "yes").exists() and not (tmp_path / "no").exists()
+    assert [request.action for request in approver.requests] == [
+        f"run `touch yes` in {tmp_path.resolve()}",
+        f"run `touch no` in {tmp_path.resolve()}",
+    ]
+
+
+async def test_on_request_does_not_ask_for_read_only_commands(tmp_path: Path) -> None:
+    approver = ScriptedApprover()
+    await ExecCommand().run({"cmd": "ls"}, context(tmp_path, Approval.ON_REQUEST, approver))
+    assert approver.requests == []

@@ -1,0 +1,123 @@
+"""The sandbox and approval policy, and which commands count as read-only."""
+
+from __future__ import annotations
+
+import io
+import os
+import select
+from pathlib import Path
+
+import pytest
+
+from toolwire.agent import (
+    Approval,
+    ApprovalRequest,
+    Policy,
+    Sandbox,
+    ScriptedApprover,
+    TerminalApprover,
+    is_read_only_command,
+)
+from toolwire.tools import RespondToModel
+
+REQUEST = ApprovalRequest("exec_command", "run `make` in /src")
+
+
+@pytest.mark.parametrize(
+    ("command", "read_only"),
+    [
+        ("ls -la", True),
+        ("cat README.md", True),
+        ("grep -rn 'def main' src", True),
+        ("head -n 5 a.txt", True),
+        ("find . -name '*.py'", True),
+        ("pwd", True),
+        ("echo hi", True),
+        ("find . -delete", False),
+        ("find . -exec rm {} ;", False),
+        ("rm -rf build", False),
+        ("touch x", False),
+        ("echo hi > out.txt", False),
+        ("cat a | tee b", False),
+        ("ls; rm x", False),
+        ("ls && rm x", False),
+        ("echo $(rm x)", False),
+        ("echo `rm x`", False),
+        ("FOO=1 ls", False),
+        ("./ls", False),
+        ("/bin/ls", False),
+        ("sort -o out in", False),
+        ("git status", False),
+        ("python -c 'print(1)'", False),
+        ("ls 'unterminated", False),
+        ("", False),
+        ("ls\nrm x", False),
+    ],
+)
+def test_is_read_only_command(command: str, read_only: bool) -> None:
+    assert is_read_only_command(command) is read_only
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "approval", "writes", "answer", "outcome", "asked"),
+    [
+        (Sandbox.DANGER_FULL_ACCESS, Approval.NEVER, True, False, None, False),
+        (Sandbox.DANGER_FULL_ACCESS, Approval.ON_REQUEST, True, False, None, False),
+        (Sandbox.READ_ONLY, Approval.NEVER, False, False, None, False),
+        (Sandbox.READ_ONLY, Approval.ON_REQUEST, False, False, None, False),
+        (Sandbox.READ_ONLY, Approval.NEVER, True, True, "refused: read-only mode", False),
+        (Sandbox.READ_ONLY, Approval.ON_REQUEST, True, True, None, True),
+        (
+            Sandbox.READ_ONLY,
+            Approval.ON_REQUEST,
+            True,
+            False,
+            "refused: the user did not allow",
+            True,
+        ),
+    ],
+)
+async def test_authorize(
+    sandbox: Sandbox,
+    approval: Approval,
+    writes: bool,
+    answer: bool,
+    outcome: str | None,
+    asked: bool,
+) -> None:
+    approver = ScriptedApprover([answer])
+    policy = Policy(sandbox, approval, approver)
+    if outcome is None:
+        await policy.authorize(REQUEST, writes=writes)
+    else:
+        with pytest.raises(RespondToModel, match=outcome):
+            await policy.authorize(REQUEST, writes=writes)
+    assert approver.requests == ([REQUEST] if asked else [])
+
+
+@pytest.mark.parametrize(
+    ("typed", "allowed"), [(b"y\n", True), (b"yes\n", True), (b"\n", False), (b"n\n", False)]
+)
+async def test_terminal_approver_asks_on_the_terminal(typed: bytes, allowed: bool) -> None:
+    controller, terminal = os.openpty()
+    try:
+        os.write(controller, typed)
+        prompts = io.StringIO()
+        approver = TerminalApprover(prompts, tty_path=os.ttyname(terminal))
+        assert await approver(REQUEST) is allowed
+        assert "exec_command wants to run `make` in /src" in prompts.getvalue()
+        shown = b""
+        while b"Allow once? [y/N]" not in shown:  # the terminal also echoes what was typed
+            ready, _, _ = select.select([controller], [], [], 2.0)
+            assert ready, f"no prompt on the terminal: {shown!r}"
+            shown += os.read(controller, 4096)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
+async def test_terminal_approver_declines_without_a_terminal(tmp_path: Path) -> None:
+    prompts = io.StringIO()
+    approver = TerminalApprover(prompts, tty_path=str(tmp_path / "missing" / "tty"))
+    assert await approver(REQUEST) is False
+    assert "no terminal to ask on: declined" in prompts.getvalue()

@@ -1,0 +1,43 @@
+"""Building stored responses for the tests: a user turn in, an assistant message out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolwire.store import StoredResponse
+
+
+def response_object(response_id: str, answer: str, previous: str | None = None) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_760_000_000,
+        "status": "completed",
+        "model": "qwen3",
+        "previous_response_id": previous,
+        "store": True,
+        "output": [
+            {
+                "type": "message",
+                "id": f"msg_out_{response_id}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer, "annotations": []}],
+            }
+        ],
+    }
+
+
+def exchange(response_id: str, question: str, previous: str | None = None) -> StoredResponse:
+    """``question`` asked, answered with ``"re: " + question``."""
+    return StoredResponse.from_exchange(
+        response_object(response_id, f"re: {question}", previous), question, previous_response_id=previous
+    )
+
+
+def texts(items: list[dict[str, Any]]) -> list[str]:
+    """The conversation as ``role: text`` lines."""
+    lines = []
+    for item in items:
+        lines.append(f"{item['role']}: {item['content'][0]['text']}")
+    return lines

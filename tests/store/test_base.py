@@ -1,0 +1,159 @@
+"""The pure parts of the store seam: records, item ids, the conversation, the errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import toolwire.store
+from toolwire.errors import NotFoundError, RequestError, ToolwireError
+from toolwire.store import (
+    MAX_CHAIN_LENGTH,
+    PreviousResponseNotFound,
+    StoredResponse,
+    StoreUnavailable,
+    with_previous,
+)
+from toolwire.store._base import check_chain_length, conversation_of, decode_record, encode_record
+
+from .records import exchange, response_object
+
+
+def test_public_api() -> None:
+    assert sorted(toolwire.store.__all__) == [
+        "DEFAULT_MAX_ENTRIES",
+        "DEFAULT_STORE_URL",
+        "DEFAULT_TTL_SECONDS",
+        "ItemDict",
+        "MAX_CHAIN_LENGTH",
+        "MemoryResponseStore",
+        "PreviousResponseNotFound",
+        "ResponseStore",
+        "SQLiteResponseStore",
+        "StoreUnavailable",
+        "StoredResponse",
+        "default_sqlite_path",
+        "open_store",
+        "with_previous",
+    ]
+
+
+def test_from_exchange_takes_id_time_and_output_from_the_response() -> None:
+    record = StoredResponse.from_exchange(
+        response_object("resp_2", "answer", previous="resp_1"), "question", previous_response_id="resp_1"
+    )
+    assert record.id == "resp_2"
+    assert record.created_at == 1_760_000_000
+    assert record.previous_response_id == "resp_1"
+    assert [item["type"] for item in record.output_items] == ["message"]
+    [message] = record.input_items
+    assert message == {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "question"}],
+        "id": message["id"],
+    }
+
+
+def test_short_hand_messages_are_stored_in_full_form() -> None:
+    items: list[dict[str, Any]] = [
+        {"role": "developer", "content": "be brief"},
+        {"role": "assistant", "content": "earlier answer"},
+        {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:,"}]},
+    ]
+    developer, assistant, image = StoredResponse.from_exchange(response_object("resp_1", "a"), items).input_items
+    assert developer["content"] == [{"type": "input_text", "text": "be brief"}] and "status" not in developer
+    assert assistant["content"] == [{"type": "output_text", "text": "earlier answer", "annotations": []}]
+    assert assistant["status"] == "completed" and assistant["type"] == "message"
+    assert image["content"] == items[2]["content"]
+
+
+def test_input_items_without_an_id_get_one_by_type_and_keep_theirs() -> None:
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"type": "message", "id": "msg_mine", "role": "user", "content": "kept"},
+        {"type": "item_reference", "id": "rs_abc"},
+        {"type": "something_new", "x": 1},
+    ]
+    record = StoredResponse.from_exchange(response_object("resp_1", "a"), items)
+    ids = [item["id"] for item in record.input_items]
+    assert [item_id.split("_")[0] for item_id in ids] == ["msg", "fc", "fco", "msg", "rs", "item"]
+    assert ids[3] == "msg_mine" and ids[4] == "rs_abc"
+    assert len(set(ids)) == len(ids)
+    assert items[0] == {"role": "user", "content": "hi"}  # the caller's items are not changed
+    assert StoredResponse.from_exchange(response_object("resp_1", "a"), items) == record  # reproducible
+    other = StoredResponse.from_exchange(response_object("resp_2", "a"), items)
+    assert other.input_items[0]["id"] != ids[0]
+
+
+def test_the_previous_response_id_defaults_to_the_response_objects_own() -> None:
+    record = StoredResponse.from_exchange(response_object("resp_2", "answer", previous="resp_1"), "q")
+    assert record.previous_response_id == "resp_1"
+    assert StoredResponse.from_exchange(response_object("resp_1", "a"), "q").previous_response_id is None
+
+
+def test_a_response_without_an_id_cannot_be_stored() -> None:
+    with pytest.raises(ValueError, match="no id"):
+        StoredResponse.from_exchange({"object": "response", "output": []}, "hi")
+
+
+def test_a_response_cannot_continue_itself() -> None:
+    with pytest.raises(ValueError, match="cannot continue itself"):
+        exchange("resp_1", "hi", previous="resp_1")
+
+
+def test_records_round_trip_through_their_encoding() -> None:
+    record = exchange("resp_2", "héllo 🌍", previous="resp_1")
+    assert decode_record(encode_record(record)) == record
+
+
+def test_the_conversation_is_each_input_then_its_output_oldest_first() -> None:
+    first, second = exchange("resp_1", "one"), exchange("resp_2", "two", previous="resp_1")
+    assert conversation_of([first, second]) == [
+        *first.input_items, *first.output_items, *second.input_items, *second.output_items,
+    ]  # fmt: skip
+
+
+def test_with_previous_puts_the_new_input_after_the_conversation() -> None:
+    chain = conversation_of([exchange("resp_1", "one")])
+    new = [{"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    assert with_previous(chain, new) == [*chain, *new]
+    assert with_previous(chain, "two") == [*chain, {"type": "message", "role": "user", "content": "two"}]
+    assert with_previous([], "two") == [{"type": "message", "role": "user", "content": "two"}]
+
+
+def test_previous_response_not_found_is_an_openai_shaped_404() -> None:
+    error = PreviousResponseNotFound("resp_x")
+    assert isinstance(error, NotFoundError) and error.status == 404
+    assert error.to_body() == {
+        "error": {
+            "message": "Previous response with id 'resp_x' not found.",
+            "type": "not_found_error",
+            "param": "previous_response_id",
+            "code": "previous_response_not_found",
+        }
+    }
+    gap = PreviousResponseNotFound("resp_x", "resp_a")
+    assert gap.missing_id == "resp_a" and "expired or was deleted" in gap.message
+
+
+def test_store_unavailable_is_a_503_of_its_own() -> None:
+    error = StoreUnavailable("The response store redis://cache:6379/0 is unreachable.")
+    assert isinstance(error, ToolwireError) and not isinstance(error, NotFoundError)
+    assert error.status == 503
+    assert error.to_body()["error"] == {
+        "message": "The response store redis://cache:6379/0 is unreachable.",
+        "type": "service_unavailable",
+        "param": None,
+        "code": "store_unavailable",
+    }
+
+
+def test_a_chain_longer_than_the_guard_is_refused() -> None:
+    check_chain_length("resp_x", MAX_CHAIN_LENGTH)
+    with pytest.raises(RequestError) as caught:
+        check_chain_length("resp_x", MAX_CHAIN_LENGTH + 1)
+    assert caught.value.code == "previous_response_chain_too_long"

@@ -1,0 +1,190 @@
+"""The ``ResponseStore`` contract, run against every store: memory, SQLite and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from toolwire.errors import RequestError
+from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse
+
+from .conftest import StoreFactory
+from .records import exchange, response_object, texts
+
+
+async def test_put_then_get_returns_an_equal_record(store: ResponseStore) -> None:
+    record = exchange("resp_1", "hello")
+    await store.put(record)
+    assert await store.get("resp_1") == record
+
+
+async def test_get_of_an_unknown_id_is_none(store: ResponseStore) -> None:
+    assert await store.get("resp_never") is None
+
+
+async def test_delete_forgets_and_reports_whether_there_was_a_record(store: ResponseStore) -> None:
+    await store.put(exchange("resp_1", "hello"))
+    assert await store.delete("resp_1") is True
+    assert await store.get("resp_1") is None
+    assert await store.delete("resp_1") is False
+
+
+async def test_put_of_an_existing_id_replaces_it(store: ResponseStore) -> None:
+    await store.put(exchange("resp_1", "first"))
+    await store.put(exchange("resp_1", "second"))
+    stored = await store.get("resp_1")
+    assert stored is not None and stored.input_items[0]["content"][0]["text"] == "second"
+
+
+async def test_what_a_caller_reads_is_a_copy(store: ResponseStore) -> None:
+    await store.put(exchange("resp_1", "hello"))
+    first = await store.get("resp_1")
+    assert first is not None
+    first.response["output"].clear()
+    first.input_items[0]["content"] = "changed"
+    (await store.chain_input("resp_1"))[0]["content"] = "changed too"
+    assert await store.get("resp_1") == exchange("resp_1", "hello")
+
+
+async def test_unicode_and_a_large_record_survive(store: ResponseStore) -> None:
+    big = "héllo 🌍 \u2028 \x00 " * 50_000
+    record = StoredResponse.from_exchange(response_object("resp_big", big), [{"role": "user", "content": big}])
+    await store.put(record)
+    assert await store.get("resp_big") == record
+
+
+async def test_chain_input_of_one_response_is_its_input_then_its_output(store: ResponseStore) -> None:
+    record = exchange("resp_1", "hello")
+    await store.put(record)
+    items = await store.chain_input("resp_1")
+    assert items == [*record.input_items, *record.output_items]
+    assert texts(items) == ["user: hello", "assistant: re: hello"]
+    assert all(item["id"] for item in items)
+
+
+async def test_chain_input_walks_the_chain_oldest_first(store: ResponseStore) -> None:
+    await store.put(exchange("resp_1", "one"))
+    await store.put(exchange("resp_2", "two", previous="resp_1"))
+    await store.put(exchange("resp_3", "three", previous="resp_2"))
+    assert texts(await store.chain_input("resp_3")) == [
+        "user: one", "assistant: re: one",
+        "user: two", "assistant: re: two",
+        "user: three", "assistant: re: three",
+    ]  # fmt: skip
+    assert texts(await store.chain_input("resp_2"))[-1] == "assistant: re: two"
+
+
+async def test_chain_input_of_an_unknown_id_is_previous_response_not_found(store: ResponseStore) -> None:
+    with pytest.raises(PreviousResponseNotFound) as caught:
+        await store.chain_input("resp_never")
+    assert caught.value.status == 404
+    assert caught.value.code == "previous_response_not_found"
+    assert caught.value.param == "previous_response_id"
+    assert caught.value.missing_id == "resp_never"
+
+
+async def test_a_gap_in_the_chain_is_reported_not_skipped(store: ResponseStore) -> None:
+    await store.put(exchange("resp_1", "one"))
+    await store.put(exchange("resp_2", "two", previous="resp_1"))
+    await store.put(exchange("resp_3", "three", previous="resp_2"))
+    await store.delete("resp_2")
+    with pytest.raises(PreviousResponseNotFound) as caught:
+        await store.chain_input("resp_3")
+    assert caught.value.missing_id == "resp_2"
+    assert "resp_2" in caught.value.message and "resp_3" in caught.value.message
+
+
+async def test_a_record_expires_after_its_time_to_live(make_store: StoreFactory) -> None:
+    store = make_store(ttl_seconds=0.4)
+    await store.put(exchange("resp_1", "hello"))
+    assert await store.get("resp_1") is not None
+    await asyncio.sleep(0.6)
+    assert await store.get("resp_1") is None
+    with pytest.raises(PreviousResponseNotFound):
+        await store.chain_input("resp_1")
+
+
+async def test_continuing_a_chain_keeps_all_of_it_alive(make_store: StoreFactory) -> None:
+    store = make_store(ttl_seconds=0.5)
+    await store.put(exchange("resp_1", "one"))
+    await store.put(exchange("resp_2", "two", previous="resp_1"))
+    for _ in range(3):  # 0.9 s in all: past the first writes' time to live
+        await asyncio.sleep(0.3)
+        assert len(await store.chain_input("resp_2")) == 4
+    await asyncio.sleep(0.7)  # abandoned: all of it expires
+    assert await store.get("resp_1") is None and await store.get("resp_2") is None
+
+
+async def test_beyond_max_entries_the_least_recently_used_go(make_store: StoreFactory) -> None:
+    store = make_store(max_entries=3)
+    for response_id in ("resp_a", "resp_b", "resp_c"):
+        await store.put(exchange(response_id, response_id))
+    await store.chain_input("resp_a")  # a is used: b is now the least recent
+    await store.put(exchange("resp_d", "d"))
+    assert await store.get("resp_b") is None
+    for kept in ("resp_a", "resp_c", "resp_d"):
+        assert await store.get(kept) is not None, kept
+
+
+async def test_the_store_never_holds_more_than_max_entries(make_store: StoreFactory) -> None:
+    store = make_store(max_entries=10, ttl_seconds=None)
+    for n in range(100):
+        await store.put(exchange(f"resp_{n}", str(n)))
+    kept = [n for n in range(100) if await store.get(f"resp_{n}") is not None]
+    assert kept == list(range(90, 100))
+
+
+async def test_continuing_a_chain_evicts_its_newest_member_before_its_oldest(make_store: StoreFactory) -> None:
+    store = make_store(max_entries=3)
+    await store.put(exchange("resp_1", "one"))
+    await store.put(exchange("resp_2", "two", previous="resp_1"))
+    await store.put(exchange("resp_x", "other"))
+    await store.chain_input("resp_2")
+    await store.put(exchange("resp_y", "another"))
+    # resp_x was least recent; then, of the chain, resp_2 goes before resp_1 (whose
+    # loss would break every continuation of the conversation).
+    assert await store.get("resp_x") is None
+    await store.put(exchange("resp_z", "more"))
+    assert await store.get("resp_2") is None and await store.get("resp_1") is not None
+
+
+async def test_concurrent_continuations_of_one_response_both_keep_their_chains(make_store: StoreFactory) -> None:
+    # Two gateways (two store clients; one store when in memory) continue resp_0 at once.
+    first = make_store()
+    second = make_store()
+    await first.put(exchange("resp_0", "start"))
+    await first.put(exchange("resp_1", "next", previous="resp_0"))
+
+    async def continue_from(store: ResponseStore, previous: str, branch: int) -> None:
+        history = await store.chain_input(previous)
+        assert texts(history)[-1] == "assistant: re: next"
+        await store.put(exchange(f"resp_branch_{branch}", f"branch {branch}", previous=previous))
+
+    stores = [first, second] if await second.get("resp_0") is not None else [first, first]
+    await asyncio.gather(*(continue_from(stores[n % 2], "resp_1", n) for n in range(20)))
+    for n in range(20):
+        assert texts(await stores[(n + 1) % 2].chain_input(f"resp_branch_{n}")) == [
+            "user: start", "assistant: re: start",
+            "user: next", "assistant: re: next",
+            f"user: branch {n}", f"assistant: re: branch {n}",
+        ]  # fmt: skip
+    assert texts(await first.chain_input("resp_1"))[-1] == "assistant: re: next"
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite", "redis"])  # a memory store is one process's own
+async def test_a_response_created_through_one_client_is_continued_through_another(make_store: StoreFactory) -> None:
+    gateway_a, gateway_b = make_store(), make_store()
+    await gateway_a.put(exchange("resp_1", "one"))
+    history = await gateway_b.chain_input("resp_1")
+    await gateway_b.put(exchange("resp_2", "two", previous="resp_1"))
+    assert texts(await gateway_a.chain_input("resp_2")) == [*texts(history), "user: two", "assistant: re: two"]
+    assert await gateway_a.delete("resp_2") and await gateway_b.get("resp_2") is None
+
+
+async def test_a_corrupt_cycle_is_refused_not_walked_forever(store: ResponseStore) -> None:
+    await store.put(exchange("resp_a", "a", previous="resp_b"))
+    await store.put(exchange("resp_b", "b", previous="resp_a"))
+    with pytest.raises(RequestError) as caught:
+        await store.chain_input("resp_a")
+    assert caught.value.code == "previous_response_chain_too_long"

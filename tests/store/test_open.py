@@ -1,0 +1,123 @@
+"""``open_store``: which store each URL names, and which URLs and limits are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolwire.store import (
+    DEFAULT_STORE_URL,
+    MemoryResponseStore,
+    ResponseStore,
+    SQLiteResponseStore,
+    default_sqlite_path,
+    open_store,
+)
+from toolwire.store._redis import RedisResponseStore, redact_url
+
+
+@pytest.fixture(autouse=True)
+def _state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+async def opened(url: str) -> ResponseStore:
+    store = open_store(url, ttl_seconds=60, max_entries=10)
+    await store.aclose()
+    return store
+
+
+async def test_the_default_is_sqlite_under_the_state_directory(tmp_path: Path) -> None:
+    store = await opened(DEFAULT_STORE_URL)
+    assert isinstance(store, SQLiteResponseStore)
+    assert store.path == tmp_path / "state" / "toolwire" / "responses.sqlite3"
+    assert not store.path.parent.exists()  # created on first use, not on open
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite://", "{state}/toolwire/responses.sqlite3"),
+        ("sqlite:///var/lib/toolwire/r.db", "/var/lib/toolwire/r.db"),
+        ("SQLITE:///var/lib/toolwire/r.db", "/var/lib/toolwire/r.db"),
+        ("sqlite:///srv/with%20space.db", "/srv/with space.db"),
+        ("sqlite://~/r.db", "{home}/r.db"),
+        ("sqlite:relative/r.db", "relative/r.db"),
+    ],
+)
+async def test_sqlite_urls(url: str, expected: str, tmp_path: Path) -> None:
+    store = await opened(url)
+    assert isinstance(store, SQLiteResponseStore)
+    assert str(store.path) == expected.format(state=tmp_path / "state", home=tmp_path / "home")
+
+
+def test_a_relative_state_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")
+    assert default_sqlite_path() == tmp_path / "home" / ".local" / "state" / "toolwire" / "responses.sqlite3"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert default_sqlite_path() == tmp_path / "home" / ".local" / "state" / "toolwire" / "responses.sqlite3"
+
+
+@pytest.mark.parametrize("url", ["memory://", "memory:", "MEMORY://"])
+async def test_memory_urls(url: str) -> None:
+    assert isinstance(await opened(url), MemoryResponseStore)
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://localhost:6379/0", "redis://:pw@cache.internal:6380/3", "rediss://user:pw@cache:6379/0"]
+)
+async def test_redis_urls(url: str) -> None:
+    store = await opened(url)
+    assert isinstance(store, RedisResponseStore)
+    assert "pw" not in repr(store)
+
+
+@pytest.mark.parametrize(
+    ("url", "complaint"),
+    [
+        ("responses.db", "not a store URL"),
+        ("postgres://db/responses", "unknown store"),
+        ("memory://somewhere", "no host or path"),
+        ("sqlite://host/path.db", "sqlite:///absolute/path"),
+        ("sqlite:///r.db?mode=ro", "no query"),
+        ("redis://", "needs a host"),
+    ],
+)
+def test_urls_that_name_no_store_are_refused(url: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        open_store(url)
+
+
+@pytest.mark.parametrize(
+    ("ttl_seconds", "max_entries", "complaint"),
+    [
+        (0, 10, "time to live must be positive"),
+        (-1, 10, "time to live must be positive"),
+        (60, 0, "at least 1"),
+        (None, None, "needs a time to live, a maximum number of entries, or both"),
+    ],
+)
+def test_limits_that_make_no_sense_are_refused(ttl_seconds: float | None, max_entries: int | None, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        open_store("memory://", ttl_seconds=ttl_seconds, max_entries=max_entries)
+
+
+async def test_one_limit_may_be_lifted() -> None:
+    assert isinstance(open_store("memory://", ttl_seconds=None, max_entries=5), MemoryResponseStore)
+    assert isinstance(open_store("memory://", ttl_seconds=5, max_entries=None), MemoryResponseStore)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://localhost:6379/0", "redis://localhost:6379/0"),
+        ("redis://:secret@localhost:6379/0", "redis://:***@localhost:6379/0"),
+        ("redis://admin:secret@localhost/1", "redis://admin:***@localhost/1"),
+        ("redis://admin@localhost:6379", "redis://admin@localhost:6379"),
+        ("rediss://u:p%40ss@[::1]:6380/0?password=other", "rediss://u:***@[::1]:6380/0"),
+    ],
+)
+def test_redact_url_hides_passwords(url: str, shown: str) -> None:
+    assert redact_url(url) == shown

@@ -1,0 +1,123 @@
+"""The Redis store against a real ``redis-server``: what only a shared, remote store can do
+wrong. Redis restarting mid-test must cost requests a quick ``StoreUnavailable`` (503)
+during the outage, and nothing once it is back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+import redis
+
+from toolwire.store import StoreUnavailable, open_store
+from toolwire.store._redis import RedisResponseStore
+
+from .records import exchange, texts
+from .redis_server import RedisServer, free_port
+
+
+async def test_a_restart_costs_a_quick_503_during_the_outage_then_nothing(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    try:
+        await store.put(exchange("resp_1", "before"))
+        assert await store.get("resp_1") is not None
+
+        fresh_redis.stop()
+        operations: dict[str, Callable[[], Awaitable[object]]] = {
+            "put": lambda: store.put(exchange("resp_2", "during")),
+            "get": lambda: store.get("resp_1"),
+            "delete": lambda: store.delete("resp_1"),
+            "chain_input": lambda: store.chain_input("resp_1"),
+        }
+        for name, operation in operations.items():
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable) as caught:
+                await operation()
+            assert time.monotonic() - started < 3, name
+            assert caught.value.status == 503
+            assert fresh_redis.url in caught.value.message
+            assert caught.value.to_body()["error"]["type"] == "service_unavailable"
+
+        fresh_redis.start()  # same port; no persistence, so it comes back empty
+        await store.put(exchange("resp_3", "after"))
+        await store.put(exchange("resp_4", "again", previous="resp_3"))
+        assert texts(await store.chain_input("resp_4"))[-1] == "assistant: re: again"
+        assert await store.get("resp_1") is None
+    finally:
+        if not fresh_redis.running:
+            fresh_redis.start()
+        await store.aclose()
+
+
+async def test_the_first_command_after_a_restart_succeeds(fresh_redis: RedisServer) -> None:
+    # Pooled connections die with the server; the next command must not fail on one.
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    try:
+        await store.put(exchange("resp_1", "before"))
+        fresh_redis.stop()
+        fresh_redis.start()
+        await store.put(exchange("resp_2", "after"))
+        assert await store.get("resp_2") is not None
+    finally:
+        await store.aclose()
+
+
+async def test_a_hung_server_costs_a_bounded_wait_not_a_hang(fresh_redis: RedisServer) -> None:
+    store = RedisResponseStore(fresh_redis.url, ttl_seconds=60, max_entries=10, socket_timeout=0.5)
+    try:
+        await store.put(exchange("resp_1", "before"))
+        fresh_redis.pause()
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="unreachable"):
+                await store.get("resp_1")
+            assert time.monotonic() - started < 2.5  # two attempts of 0.5 s, and a short backoff
+        finally:
+            fresh_redis.resume()
+        assert await store.get("resp_1") is not None
+    finally:
+        await store.aclose()
+
+
+async def test_an_unreachable_store_is_named_without_its_password() -> None:
+    port = free_port()
+    url = f"redis://toolwire:s3cret-pass@127.0.0.1:{port}/2"
+    store = open_store(url, ttl_seconds=60, max_entries=10)
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("resp_1")
+    finally:
+        await store.aclose()
+    message = caught.value.message
+    assert "s3cret" not in message and "s3cret" not in repr(store)
+    assert f"The response store redis://toolwire:***@127.0.0.1:{port}/2 is unreachable" in message
+    assert isinstance(caught.value.__cause__, redis.ConnectionError)
+
+
+async def test_records_carry_a_redis_ttl_and_the_index_stays_bounded(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=60, max_entries=5)
+    try:
+        for n in range(20):
+            await store.put(exchange(f"resp_{n}", str(n)))
+    finally:
+        await store.aclose()
+    with redis.Redis.from_url(fresh_redis.url) as client:
+        keys = sorted(key.decode() for key in client.keys("*"))
+        assert keys == ["toolwire:response:resp_15", "toolwire:response:resp_16", "toolwire:response:resp_17",
+                        "toolwire:response:resp_18", "toolwire:response:resp_19", "toolwire:responses"]  # fmt: skip
+        assert 0 < client.pttl("toolwire:response:resp_19") <= 60_000
+        assert client.zcard("toolwire:responses") == 5
+
+
+async def test_expired_ids_leave_the_index_on_the_next_write(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=0.2, max_entries=None)
+    try:
+        for n in range(5):
+            await store.put(exchange(f"resp_{n}", str(n)))
+        time.sleep(0.3)
+        await store.put(exchange("resp_last", "last"))
+    finally:
+        await store.aclose()
+    with redis.Redis.from_url(fresh_redis.url) as client:
+        assert client.zrange("toolwire:responses", 0, -1) == [b"resp_last"]
