@@ -28,6 +28,6 @@ fi
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 
-.venv/bin/ruff check --output-format concise src tests bench
+.venv/bin/ruff check --output-format concise .
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"
