@@ -31,9 +31,7 @@ repair made, for logs and metrics.
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,6 +61,24 @@ from toolwire.protocol._events import (
 )
 from toolwire.tools import ToolKind
 
+from ._chunks import (
+    CallFragment,
+    Finish,
+    Reasoning,
+    Refusal,
+    Signal,
+    Text,
+    ThinkTagSplitter,
+    Usage,
+    call_fragment,
+    content_text,
+    first_choice,
+    map_usage,
+    reasoning_text,
+    upstream_failure,
+)
+from ._echo import echo_request
+from ._json_repair import json_or_none, repair_json
 from .custom_input import recover_custom_input
 from .reasoning import seal_reasoning
 from .tool_table import UpstreamTool, UpstreamToolTable
@@ -82,58 +98,9 @@ _ItemEventType = Literal["response.output_item.added", "response.output_item.don
 _PartEventType = Literal["response.content_part.added", "response.content_part.done"]
 
 _SAFE_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
-# How backends word a context overflow: OpenAI/vLLM/DeepSeek "maximum context length",
-# llama.cpp "exceeds the available context size", others "too many tokens", "prompt is too long".
-_CONTEXT_LENGTH = re.compile(
-    r"context[ _-]?(length|window|size)|maximum context|too many tokens"
-    r"|(prompt|input) is too long|maximum (input|prompt) length",
-    re.IGNORECASE,
-)
 # finish_reason values that mean "the model was cut off", and the Responses reason for each.
 _INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 _NORMAL_FINISH_REASONS = frozenset({"stop", "tool_calls", "function_call", "eos", "end_turn"})
-
-
-# ---------------------------------------------------------------- what a chunk says
-
-
-@dataclass(frozen=True, slots=True)
-class _Reasoning:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Text:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _CallFragment:
-    """One ``tool_calls[]`` delta entry (or a whole call, Ollama style)."""
-
-    index: int | None
-    upstream_id: str | None
-    name: str | None
-    arguments: str
-    native_input: str | None = None  # a native custom call's raw input (OpenAI ``custom``)
-
-
-@dataclass(frozen=True, slots=True)
-class _Finish:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Usage:
-    usage: JSON
-
-
-_Signal = _Reasoning | _Text | _Refusal | _CallFragment | _Finish | _Usage
 
 
 # ---------------------------------------------------------------- open items
@@ -190,7 +157,7 @@ class _Call:
         if self.native_input is not None:
             return True
         text = self.arguments.rstrip()
-        return text.endswith(("}", "]")) and _json_or_none(text) is not None
+        return text.endswith(("}", "]")) and json_or_none(text) is not None
 
 
 _OpenItem = _OpenMessage | _OpenReasoning | _Call
@@ -212,11 +179,11 @@ class ChatStreamTranslator:
         self._response_id = response_id
         self._created_at = created_at
         self._model = model
-        self._echo = _echo_request(request)
+        self._echo = echo_request(request)
         self.conversions: list[str] = []
         """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
 
-        self._think = _ThinkTagSplitter()
+        self._think = ThinkTagSplitter()
         self._events: list[StreamEvent] = []  # what the current call returns
         self._sequence_number = 0
         self._started = False
@@ -261,7 +228,7 @@ class ChatStreamTranslator:
         if self._final is not None:
             return []
         events = self.start()
-        failure = _upstream_failure(chunk)
+        failure = upstream_failure(chunk)
         if failure is not None:
             message, code = failure
             return events + self._fail(message, code)
@@ -306,7 +273,7 @@ class ChatStreamTranslator:
         nameless = sum(1 for c in self._calls if c.state == "waiting")
         self.conversions.extend(["tool call without a name dropped"] * nameless)
 
-        usage = _map_usage(self._usage)
+        usage = map_usage(self._usage)
         if incomplete_reason is None:
             final = self._response_object(
                 "completed",
@@ -334,42 +301,42 @@ class ChatStreamTranslator:
 
     # ------------------------------------------------------------ chunk -> signals
 
-    def _signals(self, chunk: JSON) -> list[_Signal]:
+    def _signals(self, chunk: JSON) -> list[Signal]:
         """What one chunk says, in order. Only choice 0 is representable (n > 1 is lossy)."""
-        signals: list[_Signal] = []
+        signals: list[Signal] = []
         choices = chunk.get("choices")
-        choice = _first_choice(choices) if isinstance(choices, list) else None
+        choice = first_choice(choices) if isinstance(choices, list) else None
         if choice is not None:
             delta = choice.get("delta") or {}
             if isinstance(delta, dict):
                 signals.extend(self._delta_signals(delta))
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
-                signals.append(_Finish(reason))
+                signals.append(Finish(reason))
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            signals.append(_Usage(usage))
+            signals.append(Usage(usage))
         return signals
 
-    def _delta_signals(self, delta: JSON) -> list[_Signal]:
-        signals: list[_Signal] = []
-        reasoning = _reasoning_text(delta)
+    def _delta_signals(self, delta: JSON) -> list[Signal]:
+        signals: list[Signal] = []
+        reasoning = reasoning_text(delta)
         if reasoning:
             signals.extend(self._think.flush())
-            signals.append(_Reasoning(reasoning))
-        content = _content_text(delta.get("content"))
+            signals.append(Reasoning(reasoning))
+        content = content_text(delta.get("content"))
         if content:
             signals.extend(self._think.decode(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             signals.extend(self._think.flush())
-            signals.append(_Refusal(refusal))
+            signals.append(Refusal(refusal))
         tool_calls = delta.get("tool_calls")
         function_call = delta.get("function_call")  # the legacy single-call form
         if isinstance(function_call, dict):
             tool_calls = [{"index": 0, "function": function_call}]
         if isinstance(tool_calls, list):
-            fragments = [_call_fragment(entry) for entry in tool_calls if isinstance(entry, dict)]
+            fragments = [call_fragment(entry) for entry in tool_calls if isinstance(entry, dict)]
             if fragments:
                 signals.extend(self._think.flush())
                 signals.extend(fragments)
@@ -380,31 +347,31 @@ class ChatStreamTranslator:
 
     # ------------------------------------------------------------ the state machine
 
-    def _apply(self, signal: _Signal) -> None:
+    def _apply(self, signal: Signal) -> None:
         """The one place where what the upstream said changes the response being built.
 
         (The ``<think>`` splitter, an incremental decoder, keeps its own small state.)
         """
         match signal:
-            case _Usage(usage):
+            case Usage(usage):
                 self._usage = usage
-            case _Finish(reason):
+            case Finish(reason):
                 self._finish_reason = reason
-            case _Reasoning(text):
+            case Reasoning(text):
                 if not isinstance(self._live, _OpenReasoning):
                     self._close_live("completed")
                     self._flush_waiting_calls("completed")
                     self._open_reasoning()
                 self._reasoning_delta(text)
-            case _Text(text) | _Refusal(text):
+            case Text(text) | Refusal(text):
                 if not isinstance(self._live, _OpenMessage):
                     self._close_live("completed")
                     self._flush_waiting_calls("completed")
                     self._open_message()
                 self._message_delta(
-                    "refusal" if isinstance(signal, _Refusal) else "output_text", text
+                    "refusal" if isinstance(signal, Refusal) else "output_text", text
                 )
-            case _CallFragment():
+            case CallFragment():
                 call = self._call_for(signal)
                 if call.state == "closed":
                     if signal.arguments.strip() or signal.native_input:
@@ -420,7 +387,7 @@ class ChatStreamTranslator:
                         self._emit_arguments_delta(call, signal.arguments)
                 self._advance_calls()
 
-    def _call_for(self, fragment: _CallFragment) -> _Call:
+    def _call_for(self, fragment: CallFragment) -> _Call:
         """The call a fragment belongs to; a new one when it starts a call.
 
         Fragments are keyed by ``index``. Without one, the ``id`` decides, and a fragment
@@ -811,9 +778,9 @@ class ChatStreamTranslator:
             return "{}"
         spec = call.tool.spec if call.tool is not None else None
         strict = isinstance(spec, FunctionTool) and spec.strict is True
-        if not strict or status == "incomplete" or _json_or_none(arguments) is not None:
+        if not strict or status == "incomplete" or json_or_none(arguments) is not None:
             return arguments
-        repaired = _repair_json(arguments)
+        repaired = repair_json(arguments)
         if repaired is not None:
             self.conversions.append("tool arguments repaired")
             return repaired
@@ -822,11 +789,11 @@ class ChatStreamTranslator:
 
     def _tool_search_arguments(self, call: _Call) -> JSON:
         arguments = call.arguments
-        value = _json_or_none(arguments) if arguments.strip() else {}
+        value = json_or_none(arguments) if arguments.strip() else {}
         if isinstance(value, dict):
             return value
-        repaired = _repair_json(arguments)
-        value = _json_or_none(repaired) if repaired is not None else None
+        repaired = repair_json(arguments)
+        value = json_or_none(repaired) if repaired is not None else None
         if isinstance(value, dict):
             self.conversions.append("tool arguments repaired")
             return value
@@ -861,7 +828,7 @@ class ChatStreamTranslator:
         final = self._response_object(
             "failed",
             output=list(self._output),
-            usage=_map_usage(self._usage),
+            usage=map_usage(self._usage),
             error={"code": code, "message": message},
         )
         self._emit_lifecycle("response.failed", final)
@@ -961,312 +928,10 @@ class ChatStreamTranslator:
             )
         )
 
-
-# ---------------------------------------------------------------- <think> tags
-
-
-class _ThinkTagSplitter:
-    """An incremental decoder that splits a leading ``<think>...</think>`` out of content.
-
-    ``decode(text) -> signals``; ``flush() -> signals`` when something other than content
-    arrives (or the stream ends). Tags may straddle chunks. Leading line breaks of the
-    answer are dropped, and content that is only whitespace before other output is too.
-    """
-
-    _OPEN = "<think>"
-    _CLOSE = "</think>"
-
-    def __init__(self) -> None:
-        self._state: Literal["leading", "think", "text"] = "leading"
-        self._think_allowed = True
-        self._buffer = ""
-        self.found_tags = False
-
-    def decode(self, text: str) -> list[_Signal]:
-        if self._state == "text":
-            return [_Text(text)]
-        self._buffer += text
-        signals: list[_Signal] = []
-        if self._state == "leading":
-            head = self._buffer.lstrip()
-            if not head:
-                return []
-            if self._think_allowed and head.startswith(self._OPEN):
-                self._state = "think"
-                self.found_tags = True
-                self._buffer = head[len(self._OPEN) :]
-            elif self._think_allowed and self._OPEN.startswith(head):
-                return []
-            else:
-                self._state = "text"
-                text, self._buffer = self._buffer.lstrip("\r\n"), ""
-                return [_Text(text)]
-        end = self._buffer.find(self._CLOSE)
-        if end < 0:
-            keep = _partial_suffix(self._buffer, self._CLOSE)
-            reasoning = self._buffer[: len(self._buffer) - keep]
-            self._buffer = self._buffer[len(self._buffer) - keep :]
-            return [_Reasoning(reasoning)] if reasoning else []
-        reasoning, rest = self._buffer[:end], self._buffer[end + len(self._CLOSE) :]
-        self._state, self._think_allowed, self._buffer = "leading", False, ""
-        if reasoning:
-            signals.append(_Reasoning(reasoning))
-        if rest:
-            signals.extend(self.decode(rest))
-        return signals
-
-    def flush(self) -> list[_Signal]:
-        buffer, self._buffer = self._buffer, ""
-        if self._state == "think":
-            self._state, self._think_allowed = "leading", False
-            return [_Reasoning(buffer)] if buffer else []
-        if self._state == "leading" and buffer.strip():
-            self._state = "text"
-            return [_Text(buffer.lstrip("\r\n"))]
-        return []
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    """The length of the longest end of ``text`` that starts ``tag``."""
-    for length in range(min(len(tag) - 1, len(text)), 0, -1):
-        if tag.startswith(text[-length:]):
-            return length
-    return 0
-
-
-# ---------------------------------------------------------------- reading chunks
-
-
-def _first_choice(choices: list[Any]) -> JSON | None:
-    for choice in choices:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return choice
-    return None
-
-
-def _reasoning_text(delta: JSON) -> str:
-    """``reasoning_content`` (DeepSeek, llama.cpp, old vLLM) or ``reasoning`` (vLLM, Ollama)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = delta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    """Message content: a string, or (some servers, non-streaming) a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict)
-            and part.get("type") in ("text", "output_text")
-            and isinstance(part.get("text"), str)
-        )
-    return ""
-
-
-def _call_fragment(entry: JSON) -> _CallFragment:
-    index = entry.get("index")
-    upstream_id = entry.get("id")
-    function = entry.get("function")
-    custom = entry.get("custom")
-    name: Any = None
-    arguments: Any = ""
-    native_input: str | None = None
-    if isinstance(custom, dict):
-        name = custom.get("name")
-        native_input = custom.get("input") if isinstance(custom.get("input"), str) else ""
-    elif isinstance(function, dict):
-        name = function.get("name")
-        arguments = function.get("arguments")
-    if isinstance(arguments, dict | list):  # some servers send the arguments object itself
-        arguments = orjson.dumps(arguments).decode()
-    return _CallFragment(
-        index=index if isinstance(index, int) and not isinstance(index, bool) else None,
-        upstream_id=upstream_id if isinstance(upstream_id, str) and upstream_id else None,
-        name=name if isinstance(name, str) and name else None,
-        arguments=arguments if isinstance(arguments, str) else "",
-        native_input=native_input,
-    )
-
-
-def _starts_another_call(call: _Call, fragment: _CallFragment) -> bool:
+def _starts_another_call(call: _Call, fragment: CallFragment) -> bool:
     """Whether a fragment at ``call``'s index is really the start of another call."""
     if call.name is None:
         return False
     if fragment.upstream_id is not None and call.upstream_id is not None:
         return fragment.upstream_id != call.upstream_id
     return fragment.name is not None and call.looks_complete()
-
-
-def _upstream_failure(chunk: JSON) -> tuple[str, str] | None:
-    """``(message, code)`` for an in-stream error object (nested, or vLLM's older flat form)."""
-    error = chunk.get("error")
-    if not error and chunk.get("object") == "error":
-        error = chunk
-    if not error:
-        return None
-    message = "The upstream reported an error."
-    upstream_code: Any = None
-    if isinstance(error, dict):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        upstream_code = error.get("code")
-    elif isinstance(error, str):
-        message = error
-    context = upstream_code == "context_length_exceeded" or _CONTEXT_LENGTH.search(message)
-    return message, "context_length_exceeded" if context else "server_error"
-
-
-def _map_usage(usage: JSON | None) -> JSON | None:
-    """Chat ``usage`` -> Responses ``usage`` (reference §8.3-8); None when there was none."""
-    if usage is None:
-        return None
-    prompt_details = usage.get("prompt_tokens_details") or {}
-    completion_details = usage.get("completion_tokens_details") or {}
-    input_tokens = _count(usage.get("prompt_tokens"))
-    output_tokens = _count(usage.get("completion_tokens"))
-    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
-    if cached is None:
-        cached = usage.get("prompt_cache_hit_tokens")  # DeepSeek
-    cache_write = (
-        prompt_details.get("cache_write_tokens") if isinstance(prompt_details, dict) else None
-    )
-    reasoning = (
-        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
-    )
-    total = usage.get("total_tokens")
-    return {
-        "input_tokens": input_tokens,
-        "input_tokens_details": {
-            "cached_tokens": _count(cached),
-            "cache_write_tokens": _count(cache_write),
-        },
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": _count(reasoning)},
-        "total_tokens": _count(total) if total is not None else input_tokens + output_tokens,
-    }
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return max(int(value), 0)
-
-
-# ---------------------------------------------------------------- the request echo
-
-# Request fields a Response echoes when the client sent them (reference §4.1).
-_ECHOED_EXTRA = (
-    "background",
-    "max_tool_calls",
-    "prompt_cache_key",
-    "prompt_cache_retention",
-    "safety_identifier",
-    "service_tier",
-    "top_logprobs",
-    "truncation",
-)
-
-
-def _echo_request(request: ResponsesRequest) -> JSON:
-    """The request parameters every Response object repeats, in Responses shape."""
-    echo: JSON = {
-        "instructions": request.instructions,
-        "tools": [tool.dump() for tool in request.tools or ()],
-        "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
-        "parallel_tool_calls": request.parallel_tool_calls
-        if request.parallel_tool_calls is not None
-        else True,
-        "temperature": request.temperature,
-        "top_p": request.top_p,
-        "max_output_tokens": request.max_output_tokens,
-        "previous_response_id": request.previous_response_id,
-        "reasoning": request.reasoning,
-        "text": request.text if request.text is not None else {"format": {"type": "text"}},
-        "metadata": request.metadata if request.metadata is not None else {},
-        "store": request.store if request.store is not None else True,
-        "user": request.user,
-        "truncation": "disabled",
-    }
-    extra = request.model_extra or {}
-    for key in _ECHOED_EXTRA:
-        if key in extra:
-            echo[key] = extra[key]
-    return echo
-
-
-# ---------------------------------------------------------------- JSON repair
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-
-
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_MAX_REPAIR_LENGTH = 100_000
-
-
-def _repair_json(text: str) -> str | None:
-    """Valid JSON for arguments a model got slightly wrong, or None.
-
-    Tried in order: raw control characters in strings, a markdown fence or prose around
-    the object, trailing commas, unclosed strings and brackets, Python literal syntax.
-    """
-    if len(text) > _MAX_REPAIR_LENGTH:
-        return None
-    start, end = text.find("{"), text.rfind("}")
-    body = text[start : end + 1] if 0 <= start < end else text[start:] if start >= 0 else text
-    for candidate in (text, body):
-        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate), _close_json(candidate)):
-            try:
-                value = json.loads(attempt, strict=False)
-            except (ValueError, RecursionError):
-                continue
-            return _dumps(value)
-    try:
-        value = ast.literal_eval(body.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return _dumps(value) if isinstance(value, dict | list) else None
-
-
-def _dumps(value: Any) -> str | None:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        return None
-
-
-def _close_json(text: str) -> str:
-    """``text`` with an unclosed string, a dangling comma or colon, and open brackets closed."""
-    closers: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            closers.append("}" if char == "{" else "]")
-        elif char in "}]" and closers and closers[-1] == char:
-            closers.pop()
-    if in_string:
-        text = (text[:-1] if escaped else text) + '"'
-    text = text.rstrip()
-    if text.endswith(","):
-        text = text[:-1]
-    elif text.endswith(":"):
-        text += "null"
-    return _TRAILING_COMMA.sub(r"\1", text + "".join(reversed(closers)))

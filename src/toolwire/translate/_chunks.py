@@ -1,0 +1,248 @@
+"""What one upstream Chat Completions chunk says, as signals the stream translator applies.
+
+Backends disagree on details (reference §7): reasoning arrives as ``reasoning_content``
+or ``reasoning`` or inside ``<think>`` tags, tool calls in fragments or whole, errors
+nested or flat, usage with vendor-specific details. This module reads all of them into
+a few plain values; ``ChatStreamTranslator`` decides what they mean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+JSON = dict[str, Any]
+
+# How backends word a context overflow: OpenAI/vLLM/DeepSeek "maximum context length",
+# llama.cpp "exceeds the available context size", others "too many tokens", "prompt is too long".
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _-]?(length|window|size)|maximum context|too many tokens"
+    r"|(prompt|input) is too long|maximum (input|prompt) length",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallFragment:
+    """One ``tool_calls[]`` delta entry (or a whole call, Ollama style)."""
+
+    index: int | None
+    upstream_id: str | None
+    name: str | None
+    arguments: str
+    native_input: str | None = None  # a native custom call's raw input (OpenAI ``custom``)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    usage: JSON
+
+
+Signal = Reasoning | Text | Refusal | CallFragment | Finish | Usage
+
+
+def first_choice(choices: list[Any]) -> JSON | None:
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
+def reasoning_text(delta: JSON) -> str:
+    """``reasoning_content`` (DeepSeek, llama.cpp, old vLLM) or ``reasoning`` (vLLM, Ollama)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = delta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def content_text(content: Any) -> str:
+    """Message content: a string, or (some servers, non-streaming) a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict)
+            and part.get("type") in ("text", "output_text")
+            and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def call_fragment(entry: JSON) -> CallFragment:
+    index = entry.get("index")
+    upstream_id = entry.get("id")
+    function = entry.get("function")
+    custom = entry.get("custom")
+    name: Any = None
+    arguments: Any = ""
+    native_input: str | None = None
+    if isinstance(custom, dict):
+        name = custom.get("name")
+        native_input = custom.get("input") if isinstance(custom.get("input"), str) else ""
+    elif isinstance(function, dict):
+        name = function.get("name")
+        arguments = function.get("arguments")
+    if isinstance(arguments, dict | list):  # some servers send the arguments object itself
+        arguments = orjson.dumps(arguments).decode()
+    return CallFragment(
+        index=index if isinstance(index, int) and not isinstance(index, bool) else None,
+        upstream_id=upstream_id if isinstance(upstream_id, str) and upstream_id else None,
+        name=name if isinstance(name, str) and name else None,
+        arguments=arguments if isinstance(arguments, str) else "",
+        native_input=native_input,
+    )
+
+
+
+def upstream_failure(chunk: JSON) -> tuple[str, str] | None:
+    """``(message, code)`` for an in-stream error object (nested, or vLLM's older flat form)."""
+    error = chunk.get("error")
+    if not error and chunk.get("object") == "error":
+        error = chunk
+    if not error:
+        return None
+    message = "The upstream reported an error."
+    upstream_code: Any = None
+    if isinstance(error, dict):
+        if isinstance(error.get("message"), str) and error["message"]:
+            message = error["message"]
+        upstream_code = error.get("code")
+    elif isinstance(error, str):
+        message = error
+    context = upstream_code == "context_length_exceeded" or _CONTEXT_LENGTH.search(message)
+    return message, "context_length_exceeded" if context else "server_error"
+
+
+def map_usage(usage: JSON | None) -> JSON | None:
+    """Chat ``usage`` -> Responses ``usage`` (reference §8.3-8); None when there was none."""
+    if usage is None:
+        return None
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    input_tokens = _count(usage.get("prompt_tokens"))
+    output_tokens = _count(usage.get("completion_tokens"))
+    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+    if cached is None:
+        cached = usage.get("prompt_cache_hit_tokens")  # DeepSeek
+    cache_write = (
+        prompt_details.get("cache_write_tokens") if isinstance(prompt_details, dict) else None
+    )
+    reasoning = (
+        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
+    )
+    total = usage.get("total_tokens")
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {
+            "cached_tokens": _count(cached),
+            "cache_write_tokens": _count(cache_write),
+        },
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": _count(reasoning)},
+        "total_tokens": _count(total) if total is not None else input_tokens + output_tokens,
+    }
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)
+
+
+# ---------------------------------------------------------------- <think> tags
+
+
+class ThinkTagSplitter:
+    """An incremental decoder that splits a leading ``<think>...</think>`` out of content.
+
+    ``decode(text) -> signals``; ``flush() -> signals`` when something other than content
+    arrives (or the stream ends). Tags may straddle chunks. Leading line breaks of the
+    answer are dropped, and content that is only whitespace before other output is too.
+    """
+
+    _OPEN = "<think>"
+    _CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self._state: Literal["leading", "think", "text"] = "leading"
+        self._think_allowed = True
+        self._buffer = ""
+        self.found_tags = False
+
+    def decode(self, text: str) -> list[Signal]:
+        if self._state == "text":
+            return [Text(text)]
+        self._buffer += text
+        signals: list[Signal] = []
+        if self._state == "leading":
+            head = self._buffer.lstrip()
+            if not head:
+                return []
+            if self._think_allowed and head.startswith(self._OPEN):
+                self._state = "think"
+                self.found_tags = True
+                self._buffer = head[len(self._OPEN) :]
+            elif self._think_allowed and self._OPEN.startswith(head):
+                return []
+            else:
+                self._state = "text"
+                text, self._buffer = self._buffer.lstrip("\r\n"), ""
+                return [Text(text)]
+        end = self._buffer.find(self._CLOSE)
+        if end < 0:
+            keep = _partial_suffix(self._buffer, self._CLOSE)
+            reasoning = self._buffer[: len(self._buffer) - keep]
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            return [Reasoning(reasoning)] if reasoning else []
+        reasoning, rest = self._buffer[:end], self._buffer[end + len(self._CLOSE) :]
+        self._state, self._think_allowed, self._buffer = "leading", False, ""
+        if reasoning:
+            signals.append(Reasoning(reasoning))
+        if rest:
+            signals.extend(self.decode(rest))
+        return signals
+
+    def flush(self) -> list[Signal]:
+        buffer, self._buffer = self._buffer, ""
+        if self._state == "think":
+            self._state, self._think_allowed = "leading", False
+            return [Reasoning(buffer)] if buffer else []
+        if self._state == "leading" and buffer.strip():
+            self._state = "text"
+            return [Text(buffer.lstrip("\r\n"))]
+        return []
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """The length of the longest end of ``text`` that starts ``tag``."""
+    for length in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(text[-length:]):
+            return length
+    return 0
