@@ -74,6 +74,13 @@ def serve(
     ] = None,
     store_ttl: Annotated[float | None, typer.Option(help="Seconds a stored response is kept after last use [30 days].")] = None,
     store_max_entries: Annotated[int | None, typer.Option(help="Most stored responses kept [10000].")] = None,
+    capture: Annotated[
+        Path | None, typer.Option(help="Write each exchange (all four sides, redacted) as JSON lines into DIR.")
+    ] = None,
+    capture_max_bytes: Annotated[int | None, typer.Option(help="Rotate capture files at this size [64 MiB].")] = None,
+    inspector: Annotated[
+        bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui [on].")
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
@@ -101,6 +108,9 @@ def serve(
             "store": store,
             "store_ttl_seconds": store_ttl,
             "store_max_entries": store_max_entries,
+            "capture_dir": str(capture) if capture is not None else None,
+            "capture_max_bytes": capture_max_bytes,
+            "inspector": inspector,
         }.items()
         if value is not None
     }

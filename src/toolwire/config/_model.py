@@ -9,6 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolwire.translate.profile import PRESETS
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_CAPTURE_KEEP = 10
+DEFAULT_INSPECTOR_MAX_EXCHANGES = 200
+DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
 
 
 class _Strict(BaseModel):
@@ -32,6 +36,13 @@ class ServerConfig(_Strict):
     store_ttl_seconds: float | None = Field(default=30 * 24 * 3600, gt=0)
     store_max_entries: int | None = Field(default=10_000, gt=0)
     workers: int = Field(default=1, ge=1)
+    # Observability (toolwire.server._observability): /metrics is always served.
+    capture_dir: str | None = None  # each exchange as a JSON line, redacted; off when None
+    capture_max_bytes: int = Field(default=DEFAULT_CAPTURE_MAX_BYTES, gt=0)  # per file, then rotate
+    capture_keep: int = Field(default=DEFAULT_CAPTURE_KEEP, ge=1)  # newest files kept
+    inspector: bool = True  # the web inspector at /ui
+    inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
+    inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
 
 
 class UpstreamConfig(_Strict):
@@ -44,6 +55,14 @@ class UpstreamConfig(_Strict):
     preset: str = "generic"
     # Requests for models not listed under [[models]] go here, model name unchanged.
     default: bool = False
+    # kind = "responses" only: what the backend's own /responses understands beyond V1
+    # function tools. What it lacks is downgraded on the way there and restored on the
+    # way back (toolwire.translate.responses_downgrade); all false suits any V1 server.
+    supports_additional_tools: bool = False
+    supports_custom_tools: bool = False
+    supports_namespaces: bool = False
+    supports_tool_search: bool = False
+    supports_hosted_tools: bool = False
 
     @field_validator("preset")
     @classmethod
@@ -57,6 +76,25 @@ class UpstreamConfig(_Strict):
         if self.kind != "mock" and not self.base_url:
             raise ValueError(f"upstream '{self.name}' of kind '{self.kind}' needs a base_url")
         return self
+
+    @model_validator(mode="after")
+    def _capabilities_of_responses_only(self) -> UpstreamConfig:
+        flags = [name for name in RESPONSES_CAPABILITY_FLAGS if getattr(self, name)]
+        if flags and self.kind != "responses":
+            raise ValueError(
+                f"upstream '{self.name}': {', '.join(flags)} can only be set for kind = 'responses'"
+            )
+        return self
+
+
+RESPONSES_CAPABILITY_FLAGS = (
+    "supports_additional_tools",
+    "supports_custom_tools",
+    "supports_namespaces",
+    "supports_tool_search",
+    "supports_hosted_tools",
+)
+"""The ``UpstreamConfig`` fields that are ``ResponsesCapabilities`` fields of the same name."""
 
 
 class ModelConfig(_Strict):

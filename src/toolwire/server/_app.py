@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from toolwire.errors import NotFoundError, UpstreamError
@@ -26,8 +26,13 @@ def create_app(
     router: ModelRouter,
     settings: GatewaySettings | None = None,
     observers: Sequence[ExchangeObserver] | None = None,
+    *,
+    routes: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
-    """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``."""
+    """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``.
+
+    ``routes`` are served beside the API (``observability(config).routes``: ``/metrics``, ``/ui``).
+    """
     settings = settings or GatewaySettings()
     observers = [LogObserver()] if observers is None else list(observers)
 
@@ -71,6 +76,7 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *(stored_routes(settings.store) if settings.store is not None else ()),
+            *routes,
         ],
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,

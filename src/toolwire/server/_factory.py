@@ -16,6 +16,7 @@ from toolwire.store import open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
+from ._observability import observability
 from ._routing import build_router
 from ._settings import GatewaySettings
 
@@ -32,7 +33,10 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         else open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
     )
     settings = GatewaySettings(max_body_bytes=server.max_body_bytes, client_keys=client_keys, store=store)
-    return create_app(build_router(config, default_model=model_override), settings)
+    observed = observability(config, client_keys=client_keys)
+    return create_app(
+        build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes
+    )
 
 
 def app_from_env() -> ASGIApp:

@@ -1,4 +1,4 @@
-"""The observers every gateway has: one structured log line per request."""
+"""The observer every gateway has: one structured log line per request."""
 
 from __future__ import annotations
 
@@ -7,45 +7,41 @@ import logging
 import orjson
 
 from ._exchange import Exchange
+from ._record import summarize
+from ._redact import Redactor
 
 log = logging.getLogger("toolwire.exchange")
 
 
 class LogObserver:
-    """One JSON log line per finished request. Keys never appear: nothing here reads headers."""
+    """One JSON line per finished request on the ``toolwire.exchange`` logger.
+
+    The line is ``_record.summarize``'s object: ``request_id``, ``model``, ``upstream``,
+    ``upstream_model``, ``stream``, ``status``, ``outcome``, ``latency_ms``, ``ttft_ms``,
+    ``input_tokens``, ``output_tokens``, ``tool_calls`` (``[{name, namespace, type}]``),
+    ``conversions``, and, when there are any, ``error``, ``error_kind`` and ``warnings``.
+    For example::
+
+        {"request_id":"resp_9f..","model":"gpt-5.5","upstream":"local","upstream_model":"qwen3",
+         "stream":true,"status":200,"outcome":"completed","latency_ms":812.4,"ttft_ms":95.1,
+         "input_tokens":1830,"output_tokens":41,"tool_calls":[{"name":"apply_patch",
+         "namespace":null,"type":"custom_tool_call"}],"conversions":["custom tool apply_patch
+         wrapped as function","custom apply_patch restored"]}
+
+    Failed and errored requests log at WARNING, the rest at INFO. Nothing here reads
+    headers or bodies; the free-text fields (``error``, ``warnings``) go through the
+    ``redactor`` in case an upstream echoed a key.
+    """
 
     wants_traffic = False
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor if redactor is not None else Redactor()
 
     def started(self, exchange: Exchange) -> None:
         return None
 
     def finished(self, exchange: Exchange) -> None:
-        usage = exchange.usage or {}
-        line = {
-            "request_id": exchange.request_id,
-            "model": exchange.model,
-            "upstream": exchange.upstream,
-            "upstream_model": exchange.upstream_model,
-            "stream": exchange.stream,
-            "status": exchange.status,
-            "outcome": exchange.outcome,
-            "latency_ms": _ms(exchange.latency),
-            "ttft_ms": _ms(exchange.time_to_first_token),
-            "input_tokens": usage.get("input_tokens"),
-            "output_tokens": usage.get("output_tokens"),
-            "tool_calls": [
-                {"name": call.name, "namespace": call.namespace, "type": call.type} for call in exchange.tool_calls
-            ],
-            "conversions": exchange.conversions,
-        }
-        if exchange.error:
-            line["error"] = exchange.error
-            line["error_kind"] = exchange.error_kind
-        if exchange.warnings:
-            line["warnings"] = exchange.warnings
+        line = summarize(exchange, self.redactor)
         level = logging.WARNING if exchange.outcome in ("failed", "error") else logging.INFO
         log.log(level, "%s", orjson.dumps(line).decode())
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 2)

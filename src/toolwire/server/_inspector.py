@@ -1,0 +1,213 @@
+"""The web inspector at ``/ui``: recent exchanges, and one exchange's four sides.
+
+``RecentExchanges`` is an observer that keeps the last exchanges in memory, bounded in
+count and in bytes, each as its record (``_record``), already serialized: the kept bytes
+are exactly what is counted. Records are redacted on the way out. Exchanges in progress
+are listed too (outcome ``pending``). ``inspector_routes`` serves the page
+(plain HTML, CSS and JavaScript from ``ui/``, no build step) and its JSON API:
+
+``GET /ui/api/exchanges[?limit=N]``
+    ``{"object": "list", "data": [summary, ...], "kept": {...}}``, newest first, where a
+    summary is the log line's object (``_record.summarize``) plus ``time`` and ``usage``.
+``GET /ui/api/exchanges/{request_id}``
+    the full record, or 404 once it has left the ring.
+
+The API shows prompts and tool outputs, so it is guarded: with client keys it wants
+``Authorization: Bearer <key>`` like ``/v1`` (the page asks for the key once per tab);
+without keys only loopback clients get an answer. The page's Content-Security-Policy
+allows no inline script and the script writes text only as text, never as markup:
+exchanges carry model output, which must not run in the inspector.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from toolwire.config._model import DEFAULT_INSPECTOR_MAX_BYTES, DEFAULT_INSPECTOR_MAX_EXCHANGES
+
+from ._auth import is_loopback
+from ._exchange import Exchange
+from ._record import RecordEncoder, summary_with_time, traffic_omitted
+from ._redact import Redactor
+
+_ENTRY_OVERHEAD = 512  # the summary and bookkeeping of a kept exchange, roughly
+
+_PAGE_HEADERS = {
+    "cache-control": "no-cache",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+}
+_API_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
+_ASSETS = {
+    "index.html": "text/html; charset=utf-8",
+    "inspector.css": "text/css; charset=utf-8",
+    "inspector.js": "text/javascript; charset=utf-8",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    summary: dict[str, Any]
+    record: bytes  # plain: redacted when shown
+
+    @property
+    def size(self) -> int:
+        return len(self.record) + _ENTRY_OVERHEAD
+
+
+class RecentExchanges:
+    """The last ``max_exchanges`` exchanges, at most ``max_bytes`` of records.
+
+    Records are kept as serialized and redacted when shown (``record``), so that the
+    inspector, on by default, costs a request one ``orjson.dumps`` of its traffic and no
+    more; the summaries listed are redacted when kept. A record larger than
+    ``max_record_bytes`` (a quarter of ``max_bytes`` by default) is kept without its
+    traffic, so one huge request cannot empty the ring.
+    """
+
+    wants_traffic = True
+
+    def __init__(
+        self,
+        *,
+        max_exchanges: int = DEFAULT_INSPECTOR_MAX_EXCHANGES,
+        max_bytes: int = DEFAULT_INSPECTOR_MAX_BYTES,
+        max_record_bytes: int | None = None,
+        encoder: RecordEncoder | None = None,
+    ) -> None:
+        if max_exchanges < 1 or max_bytes <= 0:
+            raise ValueError("max_exchanges must be at least 1 and max_bytes positive")
+        self.max_exchanges = max_exchanges
+        self.max_bytes = max_bytes
+        self.max_record_bytes = max_record_bytes if max_record_bytes is not None else max_bytes // 4
+        self.encoder = encoder if encoder is not None else RecordEncoder(Redactor())
+        self._running: dict[str, Exchange] = {}
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def started(self, exchange: Exchange) -> None:
+        self._running[exchange.request_id] = exchange
+
+    def finished(self, exchange: Exchange) -> None:
+        self._running.pop(exchange.request_id, None)
+        summary = summary_with_time(exchange, self.encoder.redactor)
+        record = self.encoder.plain(exchange)
+        if len(record) > self.max_record_bytes:
+            reason = f"the record ({len(record)} bytes) is larger than the inspector keeps ({self.max_record_bytes})"
+            record = traffic_omitted(summary, self.encoder.redactor, reason)
+        kept = _Kept(summary, record)
+        self._kept[exchange.request_id] = kept
+        self._bytes += kept.size
+        while len(self._kept) > self.max_exchanges or (self._bytes > self.max_bytes and len(self._kept) > 1):
+            _, evicted = self._kept.popitem(last=False)
+            self._bytes -= evicted.size
+
+    def summaries(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Exchanges in progress, then kept ones, newest first."""
+        running = [summary_with_time(e, self.encoder.redactor) for e in reversed(self._running.values())]
+        kept = [entry.summary for entry in reversed(self._kept.values())]
+        everything = running + kept
+        return everything if limit is None else everything[: max(0, limit)]
+
+    def record(self, request_id: str) -> bytes | None:
+        """The redacted record of a kept exchange (its summary, if it is in progress)."""
+        redactor = self.encoder.redactor
+        kept = self._kept.get(request_id)
+        if kept is not None:
+            redacted = self.encoder.redact(kept.record)
+            return redacted if redacted is not None else traffic_omitted(kept.summary, redactor, "not redactable")
+        running = self._running.get(request_id)
+        if running is not None:
+            return traffic_omitted(summary_with_time(running), redactor, "the exchange is still in progress")
+        return None
+
+
+def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ()) -> list[BaseRoute]:
+    """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent``."""
+    keys = tuple(client_keys)
+    ui = resources.files("toolwire.server") / "ui"
+    assets = {name: (ui / name).read_bytes() for name in _ASSETS}
+
+    def asset(name: str) -> Route:
+        async def serve(request: Request) -> Response:
+            return Response(assets[name], media_type=_ASSETS[name], headers=_PAGE_HEADERS)
+
+        return Route("/ui/" if name == "index.html" else f"/ui/{name}", serve, methods=["GET"])
+
+    async def to_page(request: Request) -> Response:
+        return RedirectResponse("/ui/")
+
+    async def exchanges(request: Request) -> Response:
+        refused = _refusal(request, keys)
+        if refused is not None:
+            return refused
+        try:
+            limit = int(request.query_params.get("limit", "")) if "limit" in request.query_params else None
+        except ValueError:
+            return _json({"error": {"message": "limit must be an integer", "code": "invalid_limit"}}, 400)
+        summaries = recent.summaries(limit)
+        kept = {"exchanges": len(recent), "bytes": recent.kept_bytes, "max_exchanges": recent.max_exchanges,
+                "max_bytes": recent.max_bytes}
+        return _json({"object": "list", "data": summaries, "kept": kept})
+
+    async def exchange(request: Request) -> Response:
+        refused = _refusal(request, keys)
+        if refused is not None:
+            return refused
+        request_id = request.path_params["request_id"]
+        record = recent.record(request_id)
+        if record is None:
+            message = f"No exchange {request_id} is kept (the inspector keeps the last {recent.max_exchanges})."
+            return _json({"error": {"message": message, "code": "not_found"}}, 404)
+        return Response(record, media_type="application/json", headers=_API_HEADERS)
+
+    return [
+        Route("/ui", to_page, methods=["GET"]),
+        *(asset(name) for name in _ASSETS),
+        Route("/ui/api/exchanges", exchanges, methods=["GET"]),
+        Route("/ui/api/exchanges/{request_id}", exchange, methods=["GET"]),
+    ]
+
+
+def _refusal(request: Request, keys: tuple[bytes, ...]) -> Response | None:
+    """None if ``request`` may read exchanges; else the 401 or 403 to answer."""
+    if keys:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        presented = token.strip().encode() if scheme.lower() == "bearer" else b""
+        matched = False
+        for key in keys:  # every key, in constant time, like ClientAuth
+            matched |= hmac.compare_digest(presented, key)
+        if matched and presented:
+            return None
+        body = {"error": {"message": "Send 'Authorization: Bearer <key>' with a client key.", "code": "invalid_api_key"}}
+        return _json(body, 401, {"www-authenticate": "Bearer"})
+    client = request.client
+    if client is not None and is_loopback(client.host):
+        return None
+    message = "The inspector answers only loopback clients when the gateway has no client keys (--api-key-env)."
+    return _json({"error": {"message": message, "code": "forbidden"}}, 403)
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status, {**_API_HEADERS, **(headers or {})}, "application/json")

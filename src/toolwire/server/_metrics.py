@@ -1,0 +1,200 @@
+"""``MetricsObserver``: Prometheus metrics of every exchange, and the ``GET /metrics`` route.
+
+Each observer owns its ``CollectorRegistry`` (never the process-global one), so two apps
+in one process, as in tests, count separately. The metrics, all prefixed ``toolwire_``:
+
+==========================================  =========  ====================================
+``requests_total``                          counter    model, upstream, status, outcome
+``request_duration_seconds``                histogram  model, upstream
+``time_to_first_token_seconds``             histogram  model, upstream (streams only)
+``upstream_errors_total``                   counter    upstream, kind
+``tokens_total``                            counter    model, upstream, kind (input,
+                                                       output, reasoning, cached_input)
+``tool_calls_total``                        counter    upstream, type, tool
+``conversions_total``                       counter    upstream, conversion
+``open_streams``                            gauge      (streaming requests in progress)
+``requests_in_progress``                    gauge
+==========================================  =========  ====================================
+
+plus the standard ``process_*`` and ``python_info`` metrics.
+
+Label values that clients choose (model and tool names, and conversion labels, which
+carry tool names) are bounded: the first ``max_label_values`` distinct values of each
+label are kept, later ones count as ``"other"``. Upstream error kinds are ``protocol``
+(the upstream sent bytes we cannot read), ``status_<n>`` (the upstream failed before
+streaming and the client got status n: 429 and 5xx from the upstream itself, 502 when it
+could not be reached, 504 when it was too slow) and ``stream_<code>`` (a failure after
+streaming began: ``stream_server_error``, ``stream_context_length_exceeded``).
+
+With ``--workers N`` every worker has its own registry: a scrape sees the worker that
+answered it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ._exchange import Exchange
+
+OTHER = "other"
+MAX_LABEL_LENGTH = 120
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+_TTFT_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
+_UPSTREAM_ERROR_CLASSES = {"UpstreamError": None, "UpstreamProtocolError": "protocol"}
+
+
+class BoundedLabel:
+    """The first ``limit`` distinct values pass; later ones become ``"other"``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+
+    def __call__(self, value: str | None) -> str:
+        if value is None:
+            return ""
+        if value in self._seen:
+            return value
+        if len(value) > MAX_LABEL_LENGTH or len(self._seen) >= self.limit:
+            return OTHER
+        self._seen.add(value)
+        return value
+
+
+def upstream_error_kind(exchange: Exchange) -> str | None:
+    """The upstream-error kind of a finished exchange (see the module docstring), or None."""
+    if exchange.error_kind in _UPSTREAM_ERROR_CLASSES:
+        return _UPSTREAM_ERROR_CLASSES[exchange.error_kind] or f"status_{exchange.status}"
+    if exchange.outcome == "failed":
+        return f"stream_{exchange.error_kind or 'unknown'}"
+    return None
+
+
+class MetricsObserver:
+    """Counts every exchange into its own registry; ``route`` serves it at ``/metrics``."""
+
+    wants_traffic = False
+
+    def __init__(self, *, max_label_values: int = 100, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._model = BoundedLabel(max_label_values)
+        self._tool = BoundedLabel(max_label_values)
+        self._conversion = BoundedLabel(max_label_values)
+        self._error_kind = BoundedLabel(max_label_values)
+        self._in_progress: dict[str, Exchange] = {}
+        r = self.registry
+        self.requests = Counter(
+            "toolwire_requests", "Requests to /v1/responses by how they ended.",
+            ["model", "upstream", "status", "outcome"], registry=r,
+        )
+        self.duration = Histogram(
+            "toolwire_request_duration_seconds", "From the request body read to the last byte sent.",
+            ["model", "upstream"], buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.time_to_first_token = Histogram(
+            "toolwire_time_to_first_token_seconds", "Of streaming requests: until the upstream's first chunk.",
+            ["model", "upstream"], buckets=_TTFT_BUCKETS, registry=r,
+        )
+        self.upstream_errors = Counter(
+            "toolwire_upstream_errors", "Requests that failed because of the upstream, by kind.",
+            ["upstream", "kind"], registry=r,
+        )
+        self.tokens = Counter(
+            "toolwire_tokens", "Tokens the upstream reported.", ["model", "upstream", "kind"], registry=r,
+        )
+        self.tool_calls = Counter(
+            "toolwire_tool_calls", "Tool calls sent to clients, by item type and tool.",
+            ["upstream", "type", "tool"], registry=r,
+        )
+        self.conversions = Counter(
+            "toolwire_conversions", "Conversions applied to requests and streams.",
+            ["upstream", "conversion"], registry=r,
+        )
+        r.register(_InProgressCollector(self._in_progress))
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+
+    def started(self, exchange: Exchange) -> None:
+        self._in_progress[exchange.request_id] = exchange
+
+    def finished(self, exchange: Exchange) -> None:
+        self._in_progress.pop(exchange.request_id, None)
+        model, upstream = self._model(exchange.model), exchange.upstream or ""
+        self.requests.labels(model, upstream, str(exchange.status), exchange.outcome).inc()
+        if exchange.latency is not None:
+            self.duration.labels(model, upstream).observe(exchange.latency)
+        if exchange.stream and exchange.time_to_first_token is not None:
+            self.time_to_first_token.labels(model, upstream).observe(exchange.time_to_first_token)
+        kind = upstream_error_kind(exchange)
+        if kind is not None:
+            self.upstream_errors.labels(upstream, self._error_kind(kind)).inc()
+        if exchange.usage:
+            for token_kind, count in _token_counts(exchange.usage):
+                self.tokens.labels(model, upstream, token_kind).inc(count)
+        for call in exchange.tool_calls:
+            tool = call.name if call.namespace is None else f"{call.namespace}.{call.name}"
+            self.tool_calls.labels(upstream, call.type, self._tool(tool)).inc()
+        for conversion in exchange.conversions:
+            self.conversions.labels(upstream, self._conversion(conversion)).inc()
+
+    @property
+    def route(self) -> Route:
+        """``GET /metrics``: the text format, or OpenMetrics when the scraper asks for it."""
+
+        async def metrics(request: Request) -> Response:
+            encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+            return Response(encoder(self.registry), headers={"content-type": content_type})
+
+        return Route("/metrics", metrics, methods=["GET"])
+
+
+def _token_counts(usage: dict[str, object]) -> Iterator[tuple[str, int]]:
+    input_details = usage.get("input_tokens_details")
+    output_details = usage.get("output_tokens_details")
+    counts = {
+        "input": usage.get("input_tokens"),
+        "output": usage.get("output_tokens"),
+        "cached_input": input_details.get("cached_tokens") if isinstance(input_details, dict) else None,
+        "reasoning": output_details.get("reasoning_tokens") if isinstance(output_details, dict) else None,
+    }
+    for kind, count in counts.items():
+        if isinstance(count, int) and count > 0:
+            yield kind, count
+
+
+class _InProgressCollector(Collector):
+    """``open_streams`` and ``requests_in_progress``, counted when scraped.
+
+    An exchange's ``stream`` is known only once its request is parsed, after
+    ``started``; counting at scrape time reads it when it is known.
+    """
+
+    _OPEN_STREAMS = ("toolwire_open_streams", "Streaming responses in progress.")
+    _IN_PROGRESS = ("toolwire_requests_in_progress", "Requests to /v1/responses in progress.")
+
+    def __init__(self, in_progress: dict[str, Exchange]) -> None:
+        self._in_progress = in_progress
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(*self._OPEN_STREAMS)
+        yield GaugeMetricFamily(*self._IN_PROGRESS)
+
+    def collect(self) -> Iterator[Metric]:
+        exchanges = list(self._in_progress.values())
+        yield GaugeMetricFamily(*self._OPEN_STREAMS, value=sum(e.stream for e in exchanges))
+        yield GaugeMetricFamily(*self._IN_PROGRESS, value=len(exchanges))

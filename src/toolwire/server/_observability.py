@@ -1,0 +1,64 @@
+"""``observability(config)``: the observers and routes a gateway's configuration asks for.
+
+Always: the log line per request (``LogObserver``) and Prometheus metrics at
+``/metrics`` (``MetricsObserver``). With ``server.capture_dir``: every exchange on disk
+(``CaptureObserver``). With ``server.inspector`` (the default): the web inspector at
+``/ui`` (``RecentExchanges`` and its routes). The capture and the inspector record
+traffic; without them no exchange keeps its chunks and events.
+
+All of them redact with one ``Redactor`` that knows the secrets in play: the upstream
+keys (read from the environment, as the backends read them) and the client keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from starlette.routing import BaseRoute
+
+from toolwire.config import GatewayConfig
+
+from ._capture import CaptureObserver
+from ._exchange import ExchangeObserver
+from ._inspector import RecentExchanges, inspector_routes
+from ._metrics import MetricsObserver
+from ._observers import LogObserver
+from ._record import RecordEncoder
+from ._redact import Redactor
+
+
+class Observability(NamedTuple):
+    observers: list[ExchangeObserver]
+    routes: list[BaseRoute]
+
+
+def observability(
+    config: GatewayConfig,
+    *,
+    client_keys: Sequence[bytes] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Observability:
+    """What ``config.server`` enables; ``client_keys`` also guard the inspector's API."""
+    server = config.server
+    environ = os.environ if environ is None else environ
+    upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
+    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in client_keys)])
+    encoder = RecordEncoder(redactor)
+    metrics = MetricsObserver()
+    observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
+    routes: list[BaseRoute] = [metrics.route]
+    if server.capture_dir:
+        observers.append(
+            CaptureObserver(
+                server.capture_dir, max_bytes=server.capture_max_bytes, keep=server.capture_keep, encoder=encoder
+            )
+        )
+    if server.inspector:
+        recent = RecentExchanges(
+            max_exchanges=server.inspector_max_exchanges, max_bytes=server.inspector_max_bytes, encoder=encoder
+        )
+        observers.append(recent)
+        routes.extend(inspector_routes(recent, client_keys))
+    return Observability(observers, routes)

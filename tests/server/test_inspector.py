@@ -1,0 +1,282 @@
+"""The web inspector: ``RecentExchanges``, its JSON API, and the page in headless Chromium.
+
+The browser test needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium``
+package; without them it is skipped, except under CI (``CI`` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import uvicorn
+
+from tests.support.chat_upstream import Call, ChatUpstream, Text, ToolCalls
+from tests.support.gateway import free_port
+from tests.support.observed import (
+    CUSTOM_PATCH_TOOL,
+    PATCH,
+    exchange,
+    observed_app,
+    observed_client,
+    observed_config,
+)
+from toolwire.protocol import SSEDecoder
+from toolwire.server._exchange import Exchange
+from toolwire.server._inspector import RecentExchanges
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOT_ENV = "TOOLWIRE_INSPECTOR_SCREENSHOT"
+
+
+def streamed_tool_call(client: Any, base_url: str = "") -> str:
+    """A streamed request whose answer is a custom ``apply_patch`` call; the response id."""
+    body = {"model": "qwen3", "input": "add hello.txt", "stream": True, "tools": [CUSTOM_PATCH_TOOL]}
+    response = client.post(base_url + "/v1/responses", json=body)
+    assert response.status_code == 200
+    events = [orjson.loads(event.data) for event in SSEDecoder().feed(response.content)]
+    assert events[-1]["type"] == "response.completed"
+    return str(events[0]["response"]["id"])
+
+
+def patch_call() -> ToolCalls:
+    return ToolCalls([Call("apply_patch", orjson.dumps({"input": PATCH}).decode())], text="Adding the file.")
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def test_the_api_lists_an_exchange_and_shows_its_four_sides(upstream: ChatUpstream) -> None:
+    upstream.enqueue(patch_call())
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        request_id = streamed_tool_call(client)
+        listing = client.get("/ui/api/exchanges")
+        detail = client.get(f"/ui/api/exchanges/{request_id}")
+    assert listing.status_code == 200 and listing.headers["cache-control"] == "no-store"
+    [summary] = listing.json()["data"]
+    assert summary["request_id"] == request_id and summary["outcome"] == "completed"
+    assert summary["tool_calls"] == [{"name": "apply_patch", "namespace": None, "type": "custom_tool_call"}]
+    assert "custom apply_patch restored" in summary["conversions"]
+    assert summary["time"].endswith("+00:00")
+    record = detail.json()
+    assert record["client_request"]["tools"] == [CUSTOM_PATCH_TOOL]
+    assert record["upstream_request"]["messages"][-1] == {"role": "user", "content": "add hello.txt"}
+    assert record["upstream_chunks"] and record["events"]
+    assert listing.json()["kept"]["exchanges"] == 1
+
+
+def test_an_exchange_no_longer_kept_is_a_404(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        response = client.get("/ui/api/exchanges/resp_gone")
+    assert response.status_code == 404 and "resp_gone" in response.json()["error"]["message"]
+
+
+def test_the_list_takes_a_limit(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        assert client.get("/ui/api/exchanges?limit=x").status_code == 400
+        assert client.get("/ui/api/exchanges?limit=5").json()["data"] == []
+
+
+def test_the_page_and_its_assets_are_served_without_a_build_step(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        page = client.get("/ui")  # redirected to /ui/
+        script = client.get("/ui/inspector.js")
+        style = client.get("/ui/inspector.css")
+    assert page.status_code == 200 and page.url.path == "/ui/"
+    assert page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert '<script src="/ui/inspector.js"' in page.text
+    assert script.headers["content-type"].startswith("text/javascript") and "innerHTML" not in script.text
+    assert style.headers["content-type"].startswith("text/css")
+
+
+def test_with_client_keys_the_api_wants_one(upstream: ChatUpstream) -> None:
+    keys = [b"client-key-alpha", b"client-key-beta"]
+    with observed_client(observed_config(upstream.base_url), client_keys=keys) as (client, _):
+        assert client.get("/ui/api/exchanges").status_code == 401
+        assert client.get("/ui/api/exchanges", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert client.get("/ui/api/exchanges/resp_x", headers={"Authorization": "Basic abc"}).status_code == 401
+        ok = client.get("/ui/api/exchanges", headers={"Authorization": "Bearer client-key-beta"})
+        assert ok.status_code == 200
+        assert client.get("/ui/").status_code == 200  # the page itself holds nothing
+
+
+def test_without_client_keys_only_loopback_clients_see_exchanges(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url), client_host="192.0.2.10") as (client, _):
+        response = client.get("/ui/api/exchanges")
+    assert response.status_code == 403 and "loopback" in response.json()["error"]["message"]
+
+
+# --------------------------------------------------------------------------- the ring
+
+
+def test_exchanges_in_progress_are_listed_first_as_pending() -> None:
+    recent = RecentExchanges()
+    recent.finished(exchange("resp_done"))
+    running = Exchange("resp_running", b'{"model":"m","input":"x"}')
+    recent.started(running)
+    assert [(s["request_id"], s["outcome"]) for s in recent.summaries()] == [
+        ("resp_running", "pending"),
+        ("resp_done", "completed"),
+    ]
+    record = recent.record("resp_running")
+    assert record is not None and orjson.loads(record)["traffic_omitted"] == "the exchange is still in progress"
+    running.finish("completed")
+    recent.finished(running)
+    assert [s["request_id"] for s in recent.summaries()] == ["resp_running", "resp_done"]
+
+
+def test_the_ring_keeps_the_newest_exchanges_by_count() -> None:
+    recent = RecentExchanges(max_exchanges=3)
+    for n in range(10):
+        recent.finished(exchange(f"resp_{n}"))
+    assert [s["request_id"] for s in recent.summaries()] == ["resp_9", "resp_8", "resp_7"]
+    assert recent.record("resp_6") is None and recent.record("resp_7") is not None
+    assert len(recent) == 3
+
+
+def test_the_ring_is_bounded_in_bytes() -> None:
+    recent = RecentExchanges(max_bytes=20_000)
+    body = orjson.dumps({"model": "m", "input": "x" * 3000})
+    for n in range(20):
+        recent.finished(exchange(f"resp_{n}", client_request=body))
+    assert recent.kept_bytes <= 20_000
+    assert 3 <= len(recent) < 20
+    assert recent.summaries()[0]["request_id"] == "resp_19"
+
+
+def test_a_huge_record_is_kept_without_its_traffic() -> None:
+    recent = RecentExchanges(max_bytes=40_000)  # records up to 10 000 bytes
+    recent.finished(exchange("resp_small"))
+    recent.finished(exchange("resp_huge", client_request=orjson.dumps({"model": "m", "input": "x" * 50_000})))
+    huge = recent.record("resp_huge")
+    assert huge is not None and len(huge) < 2000
+    assert "larger than the inspector keeps" in orjson.loads(huge)["traffic_omitted"]
+    assert recent.record("resp_small") is not None
+
+
+def test_kept_records_are_redacted() -> None:
+    from toolwire.server._record import RecordEncoder
+    from toolwire.server._redact import Redactor
+
+    recent = RecentExchanges(encoder=RecordEncoder(Redactor(["s3cr3t-key-value"])))
+    recent.finished(exchange(client_request=b'{"model":"m","input":"use s3cr3t-key-value"}',
+                             error="bad key s3cr3t-key-value", outcome="error", status=401, error_kind="UpstreamError"))
+    record = recent.record("resp_1")
+    assert record is not None and b"s3cr3t" not in record
+    assert recent.summaries()[0]["error"] == "bad key [redacted]"
+
+
+# --------------------------------------------------------------------------- the page, in Chromium
+
+
+class LiveServer:
+    """An ASGI app served by uvicorn on a free loopback port, in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        port = int(self.url.rsplit(":", 1)[1])
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not shutil.which(path)]
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"the inspector's browser test needs {', '.join(missing)}")
+        pytest.skip(f"needs {', '.join(missing)}")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--window-size=1680,1050",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_page_lists_the_exchange_and_shows_its_tool_call(
+    browser: Any, upstream: ChatUpstream, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    upstream.enqueue(Text('Hi <img src=x onerror="document.title=\'pwned\'">'))
+    upstream.enqueue(patch_call())
+    app, _ = observed_app(observed_config(upstream.base_url))
+    with LiveServer(app) as server, httpx.Client(timeout=30) as client:
+        client.post(server.url + "/v1/responses", json={"model": "qwen3", "input": "say hi"})
+        request_id = streamed_tool_call(client, server.url)
+
+        browser.get(server.url + "/ui/")
+        wait = WebDriverWait(browser, 15)
+        row = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, f'tr[data-id="{request_id}"]')))
+        assert "apply_patch" in row.text
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#exchanges tbody tr")) == 2
+        row.click()
+
+        wait.until(ec.text_to_be_present_in_element((By.ID, "detail-title"), request_id))
+        [chip] = browser.find_elements(By.CSS_SELECTOR, "#detail-tools .chip.tool-call")
+        assert "apply_patch" in chip.text and chip.get_attribute("title") == "custom_tool_call"
+        conversions = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#detail-conversions .chip.conversion")]
+        assert "custom apply_patch restored" in conversions
+        sides = browser.find_elements(By.CSS_SELECTOR, ".side")
+        assert [side.get_attribute("data-side") for side in sides] == [
+            "client_request", "upstream_request", "upstream_chunks", "sent",
+        ]
+        for side in sides:  # every side shows the call, highlighted
+            assert side.find_elements(By.CSS_SELECTOR, ".block.tool"), side.get_attribute("data-side")
+        marks = browser.find_elements(By.CSS_SELECTOR, '.side[data-side="sent"] .block.tool .mark')
+        assert "custom apply_patch restored" in [mark.text for mark in marks]
+        upstream_request = browser.find_element(By.CSS_SELECTOR, '.side[data-side="upstream_request"]')
+        assert "apply_patch" in upstream_request.text
+
+        screenshot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "inspector.png")
+        browser.save_screenshot(str(screenshot))
+
+        # Model output is shown as text, never run as markup.
+        browser.find_element(By.CSS_SELECTOR, f"#exchanges tbody tr:not([data-id='{request_id}'])").click()
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, '.side[data-side="sent"]'), "onerror"))
+        assert browser.title == "toolwire inspector"
+        assert not browser.find_elements(By.CSS_SELECTOR, ".side img")
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        assert errors == []

@@ -1,0 +1,175 @@
+"""``MetricsObserver`` and ``GET /metrics``: what is counted, with which bounded labels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.chat_upstream import Call, ChatUpstream, HttpError, StreamError, Text, ToolCalls
+from tests.support.observed import (
+    CUSTOM_PATCH_TOOL,
+    PATCH,
+    exchange,
+    observed_client,
+    observed_config,
+)
+from toolwire.server._exchange import Exchange
+from toolwire.server._metrics import OTHER, BoundedLabel, MetricsObserver, upstream_error_kind
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """``{(sample name, labels): value}`` of an exposition."""
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float | None:
+    return found.get((name, frozenset(labels.items())))
+
+
+def label_values(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, label: str) -> set[str]:
+    return {dict(labels)[label] for sample, labels in found if sample == name}
+
+
+def scrape(observer: MetricsObserver) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    from prometheus_client import generate_latest
+
+    return samples(generate_latest(observer.registry).decode())
+
+
+def test_a_gateway_serves_its_requests_as_prometheus_metrics(upstream: ChatUpstream) -> None:
+    upstream.enqueue(ToolCalls([Call("apply_patch", orjson.dumps({"input": PATCH}).decode())]))
+    upstream.enqueue(Text("Hello."))
+    upstream.enqueue(HttpError(503, {"error": {"message": "overloaded", "type": "server_error"}}))
+    with observed_client(observed_config(upstream.base_url, upstream_retries=1)) as (client, _):
+        streamed = client.post(
+            "/v1/responses", json={"model": "qwen3", "input": "patch", "stream": True, "tools": [CUSTOM_PATCH_TOOL]}
+        )
+        assert streamed.status_code == 200
+        assert client.post("/v1/responses", json={"model": "qwen3", "input": "hi"}).status_code == 200
+        assert client.post("/v1/responses", json={"model": "qwen3", "input": "hi"}).status_code == 503
+        assert client.post("/v1/responses", content=b"{not json").status_code == 400
+        response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    found = samples(response.text)
+
+    assert value(found, "toolwire_requests_total", model="qwen3", upstream="local", status="200", outcome="completed") == 2
+    assert value(found, "toolwire_requests_total", model="qwen3", upstream="local", status="503", outcome="error") == 1
+    assert value(found, "toolwire_requests_total", model="", upstream="", status="400", outcome="error") == 1
+    assert value(found, "toolwire_upstream_errors_total", upstream="local", kind="status_503") == 1
+    assert label_values(found, "toolwire_upstream_errors_total", "kind") == {"status_503"}  # the 400 is the client's
+    assert value(found, "toolwire_request_duration_seconds_count", model="qwen3", upstream="local") == 3
+    assert value(found, "toolwire_time_to_first_token_seconds_count", model="qwen3", upstream="local") == 1
+    assert value(found, "toolwire_tool_calls_total", upstream="local", type="custom_tool_call", tool="apply_patch") == 1
+    assert value(found, "toolwire_conversions_total", upstream="local", conversion="custom apply_patch restored") == 1
+    assert value(
+        found, "toolwire_conversions_total", upstream="local", conversion="custom tool apply_patch wrapped as function"
+    ) == 1
+    assert value(found, "toolwire_tokens_total", model="qwen3", upstream="local", kind="input")
+    assert value(found, "toolwire_tokens_total", model="qwen3", upstream="local", kind="output")
+    assert value(found, "toolwire_open_streams") == 0
+    assert value(found, "toolwire_requests_in_progress") == 0
+    assert any(name == "process_cpu_seconds_total" for name, _ in found)
+
+
+def test_openmetrics_when_the_scraper_asks_for_it(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        response = client.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert response.headers["content-type"].startswith("application/openmetrics-text")
+    assert response.text.rstrip().endswith("# EOF")
+
+
+def test_in_flight_streams_are_open_streams_until_they_finish() -> None:
+    observer = MetricsObserver()
+    running = Exchange("resp_a", b"{}")
+    plain = Exchange("resp_b", b"{}")
+    observer.started(running)
+    observer.started(plain)
+    running.stream = True  # known once the request is parsed, after ``started``
+    found = scrape(observer)
+    assert (value(found, "toolwire_open_streams"), value(found, "toolwire_requests_in_progress")) == (1, 2)
+    running.finish("completed")
+    observer.finished(running)
+    found = scrape(observer)
+    assert (value(found, "toolwire_open_streams"), value(found, "toolwire_requests_in_progress")) == (0, 1)
+
+
+def test_client_chosen_label_values_are_capped() -> None:
+    observer = MetricsObserver(max_label_values=3)
+    for n in range(10):
+        observer.finished(exchange(f"resp_{n}", model=f"model-{n}", tool_calls=[("function_call", f"tool_{n}", None)],
+                                   conversions=[f"tool name t{n} resolved to tool_{n}"]))
+    observer.finished(exchange("resp_long", model="x" * 500))
+    found = scrape(observer)
+    assert label_values(found, "toolwire_requests_total", "model") == {"model-0", "model-1", "model-2", OTHER}
+    assert value(found, "toolwire_requests_total", model=OTHER, upstream="local", status="200", outcome="completed") == 8
+    assert label_values(found, "toolwire_tool_calls_total", "tool") == {"tool_0", "tool_1", "tool_2", OTHER}
+    assert len(label_values(found, "toolwire_conversions_total", "conversion")) == 4
+
+
+def test_every_app_has_its_own_registry() -> None:
+    first, second = MetricsObserver(), MetricsObserver()
+    first.finished(exchange())
+    assert value(scrape(first), "toolwire_requests_total", model="m", upstream="local", status="200", outcome="completed") == 1
+    assert value(scrape(second), "toolwire_requests_total", model="m", upstream="local", status="200", outcome="completed") is None
+    assert REGISTRY.get_sample_value("toolwire_requests_total", {"model": "m"}) is None
+
+
+def test_namespaced_tools_are_counted_by_their_full_name() -> None:
+    observer = MetricsObserver()
+    observer.finished(exchange(tool_calls=[("function_call", "list_agents", "collaboration"), ("tool_search_call", "tool_search", None)]))
+    found = scrape(observer)
+    assert value(found, "toolwire_tool_calls_total", upstream="local", type="function_call", tool="collaboration.list_agents") == 1
+    assert value(found, "toolwire_tool_calls_total", upstream="local", type="tool_search_call", tool="tool_search") == 1
+
+
+def test_tokens_by_kind() -> None:
+    observer = MetricsObserver()
+    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 60}, "output_tokens": 20,
+             "output_tokens_details": {"reasoning_tokens": 5}, "total_tokens": 120}
+    observer.finished(exchange(usage=usage))
+    found = scrape(observer)
+    counts = {kind: value(found, "toolwire_tokens_total", model="m", upstream="local", kind=kind)
+              for kind in ("input", "output", "cached_input", "reasoning")}
+    assert counts == {"input": 100, "output": 20, "cached_input": 60, "reasoning": 5}
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ({"outcome": "completed"}, None),
+        ({"outcome": "error", "status": 400, "error": "bad", "error_kind": "RequestError"}, None),
+        ({"outcome": "error", "status": 404, "error": "no model", "error_kind": "NotFoundError"}, None),
+        ({"outcome": "error", "status": 502, "error": "unreachable", "error_kind": "UpstreamError"}, "status_502"),
+        ({"outcome": "error", "status": 429, "error": "slow down", "error_kind": "UpstreamError"}, "status_429"),
+        ({"outcome": "error", "status": 502, "error": "not JSON", "error_kind": "UpstreamProtocolError"}, "protocol"),
+        ({"outcome": "failed", "error": "boom", "error_kind": "server_error"}, "stream_server_error"),
+        ({"outcome": "failed", "error": "too long", "error_kind": "context_length_exceeded"}, "stream_context_length_exceeded"),
+        ({"outcome": "disconnected"}, None),
+        ({"outcome": "incomplete"}, None),
+    ],
+)
+def test_upstream_error_kinds(fields: dict[str, Any], kind: str | None) -> None:
+    assert upstream_error_kind(exchange(**fields)) == kind
+
+
+def test_an_in_stream_upstream_failure_is_an_upstream_error(upstream: ChatUpstream) -> None:
+    upstream.enqueue(StreamError(after_chunks=2))
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+        found = samples(client.get("/metrics").text)
+    assert value(found, "toolwire_upstream_errors_total", upstream="local", kind="stream_server_error") == 1
+    assert value(found, "toolwire_requests_total", model="m", upstream="local", status="200", outcome="failed") == 1
+
+
+def test_bounded_label_passes_known_values_and_caps_new_ones() -> None:
+    label = BoundedLabel(2)
+    assert [label(v) for v in ("a", "b", "c", "a", None, "b")] == ["a", "b", OTHER, "a", "", "b"]

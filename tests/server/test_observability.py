@@ -1,0 +1,58 @@
+"""``observability(config)``: which observers and routes a configuration turns on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Route
+
+from tests.support.chat_upstream import ChatUpstream, Text
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.observed import observed_client, observed_config
+from toolwire.server._capture import CaptureObserver
+from toolwire.server._inspector import RecentExchanges
+from toolwire.server._metrics import MetricsObserver
+from toolwire.server._observability import observability
+from toolwire.server._observers import LogObserver
+
+
+def paths(routes: Sequence[BaseRoute]) -> list[str]:
+    return [route.path for route in routes if isinstance(route, Route)]
+
+
+def test_by_default_logs_metrics_and_the_inspector() -> None:
+    observed = observability(observed_config("http://127.0.0.1:9/v1"), environ={})
+    assert [type(o) for o in observed.observers] == [LogObserver, MetricsObserver, RecentExchanges]
+    assert "/metrics" in paths(observed.routes) and "/ui/api/exchanges" in paths(observed.routes)
+
+
+def test_without_capture_or_inspector_no_observer_records_traffic() -> None:
+    observed = observability(observed_config("http://127.0.0.1:9/v1", inspector=False), environ={})
+    assert [type(o) for o in observed.observers] == [LogObserver, MetricsObserver]
+    assert not any(observer.wants_traffic for observer in observed.observers)
+    assert paths(observed.routes) == ["/metrics"]
+
+
+def test_capture_is_configured_from_the_server_section(tmp_path: Path) -> None:
+    config = observed_config("http://127.0.0.1:9/v1", capture_dir=str(tmp_path), capture_max_bytes=1234, capture_keep=4)
+    [capture] = [o for o in observability(config, environ={}).observers if isinstance(o, CaptureObserver)]
+    assert (capture.directory, capture.max_bytes, capture.keep) == (tmp_path, 1234, 4)
+
+
+def test_every_observer_redacts_the_upstream_and_client_keys() -> None:
+    config = observed_config("http://127.0.0.1:9/v1")
+    observed = observability(config, client_keys=[b"client-key-alpha"], environ={UPSTREAM_KEY_ENV: UPSTREAM_KEY})
+    log = observed.observers[0]
+    assert isinstance(log, LogObserver)
+    assert log.redactor.text(f"{UPSTREAM_KEY} client-key-alpha") == "[redacted] [redacted]"
+
+
+def test_the_routes_are_served_by_the_app(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("hi"))
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        client.post("/v1/responses", json={"model": "m", "input": "hi"})
+        assert client.get("/metrics").status_code == 200
+        assert client.get("/ui/").status_code == 200
+        assert len(client.get("/ui/api/exchanges").json()["data"]) == 1
+        assert client.get("/healthz").status_code == 200

@@ -1,0 +1,114 @@
+"""``Redactor``: credentials out of JSON values and serialized records."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.server._redact import REDACTED, Redactor, is_secret_field
+
+SECRET = "sk-upstream-secret-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("authorization", True),
+        ("Authorization", True),
+        ("Proxy-Authorization", True),
+        ("api_key", True),
+        ("x-api-key", True),
+        ("OPENAI_API_KEY", True),
+        ("apiKey", True),
+        ("client_secret", True),
+        ("password", True),
+        ("access_token", True),
+        ("Cookie", True),
+        ("input_tokens", False),
+        ("max_output_tokens", False),
+        ("reasoning_tokens", False),
+        ("key", False),
+        ("name", False),
+        ("arguments", False),
+    ],
+)
+def test_secret_fields(name: str, secret: bool) -> None:
+    assert is_secret_field(name) is secret
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"headers": {"Authorization": "Bearer abc", "accept": "*/*"}},
+         {"headers": {"Authorization": REDACTED, "accept": "*/*"}}),
+        ({"api_key": None, "model": "m"}, {"api_key": None, "model": "m"}),
+        ({"x-api-key": {"nested": 1}}, {"x-api-key": REDACTED}),
+        (["my key is " + SECRET, 3, None], ["my key is " + REDACTED, 3, None]),
+        ({SECRET: "x"}, {REDACTED: "x"}),
+        ("curl -H 'Authorization: Bearer abcdefgh12345678'", "curl -H 'Authorization: Bearer [redacted]'"),
+        ("export KEY=sk-proj-AbCdEfGhIjKlMnOpQrStUvWx", "export KEY=[redacted]"),
+        ("token ghp_0123456789abcdefghijABCDEFGHIJ012345", "token [redacted]"),
+        ("task-runner and desk-lamp are fine", "task-runner and desk-lamp are fine"),
+        ({"input_tokens": 5, "text": "plain"}, {"input_tokens": 5, "text": "plain"}),
+    ],
+)
+def test_values(value: Any, expected: Any) -> None:
+    assert Redactor([SECRET]).value(value) == expected
+
+
+def test_longer_secrets_are_hidden_whole() -> None:
+    assert Redactor(["abcdefgh", "abcdefgh-longer"]).text("x abcdefgh-longer y") == f"x {REDACTED} y"
+
+
+def test_clean_json_is_returned_as_it_is() -> None:
+    raw = orjson.dumps({"model": "m", "prompt_cache_key": "k", "input": [{"content": "a task-runner", "max_output_tokens": 5}]})
+    assert Redactor([SECRET]).redact_json(raw) is raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # Field names however they are spelt and spaced.
+        (b'{"Authorization" : "Bearer abc"}', {"Authorization": REDACTED}),
+        (b'{"a": {"b": [{"X_API_KEY": "k"}]}}', {"a": {"b": [{"X_API_KEY": REDACTED}]}}),
+        # JSON escapes next to secrets and shapes.
+        (b'{"t": "key:\\nsk-AbCdEfGhIjKlMnOpQrStUv"}', {"t": f"key:\n{REDACTED}"}),
+        (b'{"t": "Bearer\\tabcdefghijk"}', {"t": f"Bearer\t{REDACTED}"}),
+        (b'{"t": "Unbearer abcdefghijk"}', {"t": "Unbearer abcdefghijk"}),
+        (b'{"t": "q\\"' + SECRET.encode() + b'\\""}', {"t": f'q"{REDACTED}"'}),
+        (b'{"t": "\\u0041' + SECRET.encode() + b'"}', {"t": f"A{REDACTED}"}),
+    ],
+)
+def test_serialized_json(raw: bytes, expected: Any) -> None:
+    assert orjson.loads(Redactor([SECRET]).redact_json(raw)) == expected
+
+
+def test_a_secret_is_not_matched_inside_an_escape() -> None:
+    # "\nabcdefgh-key" is a newline then "abcdefgh-key": the secret "nabcdefgh-key" is not there.
+    raw = b'{"t": "x\\nabcdefgh-key"}'
+    assert Redactor(["nabcdefgh-key"]).redact_json(raw) == raw
+
+
+def test_redaction_is_fast() -> None:
+    """A clean 500 KB record (a long Codex session) in a few milliseconds, not 50."""
+    items = [{"type": "function_call_output", "call_id": f"call_{n}", "output": "def task_runner():\n    return 42\n" * 40}
+             for n in range(400)]
+    raw = orjson.dumps({"model": "m", "prompt_cache_key": "k", "input": items})
+    assert len(raw) > 500_000
+    redactor = Redactor([SECRET, "client-key-alpha"])
+    timings = []
+    for _ in range(5):
+        started = time.perf_counter()
+        assert redactor.redact_json(raw) is raw
+        timings.append(time.perf_counter() - started)
+    assert min(timings) < 0.015, timings
+
+
+def test_a_secret_with_json_escapes_is_found_in_serialized_json() -> None:
+    secret = 'pa"ss\\word-123'
+    redactor = Redactor([secret])
+    redacted = redactor.redact_json(orjson.dumps({"text": f"the secret {secret}!"}))
+    assert orjson.loads(redacted) == {"text": f"the secret {REDACTED}!"}

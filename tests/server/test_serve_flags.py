@@ -1,0 +1,39 @@
+"""``toolwire serve`` flags for observability, end to end through the real process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import orjson
+
+from tests.support.chat_upstream import Call, ChatUpstream, ToolCalls
+from tests.support.gateway import UPSTREAM_KEY, GatewayProcess
+
+
+def test_capture_metrics_and_inspector_through_serve(upstream: ChatUpstream, tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    with GatewayProcess(upstream.base_url, tmp_path / "gw.log", "--capture", str(capture)) as gateway:
+        upstream.enqueue(ToolCalls([Call("apply_patch", '{"input": "*** Begin Patch\\n*** End Patch\\n"}')]))
+        body = {
+            "model": "m",
+            "input": "patch it",
+            "tools": [{"type": "custom", "name": "apply_patch", "description": "edit files"}],
+        }
+        response = httpx.post(gateway.base_url + "/responses", json=body, timeout=30)
+        assert response.status_code == 200
+        assert response.json()["output"][0]["type"] == "custom_tool_call"
+
+        metrics = httpx.get(gateway.url + "/metrics", timeout=10).text
+        assert "toolwire_requests_total" in metrics
+
+        recent = httpx.get(gateway.url + "/ui/api/exchanges", timeout=10).json()
+        assert recent, "the inspector lists the exchange"
+        page = httpx.get(gateway.url + "/ui", timeout=10, follow_redirects=True)
+        assert page.status_code == 200 and "<html" in page.text.lower()
+
+    [capture_file] = list(capture.iterdir())
+    text = capture_file.read_text()
+    assert UPSTREAM_KEY not in text
+    record = orjson.loads(text.splitlines()[0])
+    assert "apply_patch" in orjson.dumps(record).decode()
