@@ -115,7 +115,7 @@ def test_parse_item_path_of_nested_field() -> None:
     ("body", "code"),
     [
         (b"{", "invalid_json"),
-        (b"\xff\xfe{}", "invalid_json"),
+        (b"\xff\xfe{}", "invalid_utf8"),
         (b"[]", "invalid_json"),
         (b'"model"', "invalid_json"),
         (b"", "invalid_json"),

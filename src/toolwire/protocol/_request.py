@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from toolwire.errors import RequestError
 
@@ -18,7 +18,7 @@ from ._tools import ToolSpec
 class ResponsesRequest(WireModel):
     """A Responses API request. Fields not listed here are kept and echoed, never lost."""
 
-    model: str
+    model: str = Field(min_length=1)
     input: str | list[Item] = []
     instructions: str | None = None
     tools: list[ToolSpec] | None = None
@@ -45,7 +45,11 @@ class ResponsesRequest(WireModel):
         return self.input
 
 
-MAX_JSON_DEPTH = 254
+_ORJSON_DEPTH_LIMIT = 254
+# Headroom for what toolwire wraps around the client's values: tool parameters nested in
+# a Chat function, tools and metadata echoed inside every Response object and event.
+_HEADROOM = 32
+MAX_JSON_DEPTH = _ORJSON_DEPTH_LIMIT - _HEADROOM
 
 
 def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
@@ -60,7 +64,7 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            raise RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json") from exc
+            raise _not_json(body, exc) from exc
     if not isinstance(data, dict):
         raise RequestError("The request body must be a JSON object.", code="invalid_json")
     _check_depth(data)
@@ -70,15 +74,35 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
         raise request_error_from(exc) from exc
 
 
-def _check_depth(data: Any) -> None:
-    """Reject nesting deeper than ``MAX_JSON_DEPTH`` (254, orjson's own limit).
+def _not_json(body: bytes | str, exc: orjson.JSONDecodeError) -> RequestError:
+    """Say where the body stops being UTF-8 or JSON."""
+    if isinstance(body, bytes):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return RequestError(
+                f"The request body is not valid UTF-8: byte {bad.start} (0x{body[bad.start]:02x}) "
+                f"cannot start or continue a character.",
+                code="invalid_utf8",
+            )
+    return RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json")
 
-    Everything toolwire sends on is serialized with orjson, which refuses deeper
-    values; serializing once here (about 20 us for a 50 KB Codex body, several times
-    faster than walking the tree in Python) turns that into a clear 400 up front.
+
+def _check_depth(data: Any) -> None:
+    """Reject nesting deeper than ``MAX_JSON_DEPTH``.
+
+    Everything toolwire sends on is serialized with orjson, which refuses values nested
+    deeper than 254 levels, and toolwire nests the client's values a few levels deeper
+    (tool parameters inside a Chat function, tools echoed inside each Response object).
+    Serializing the body wrapped in ``_HEADROOM`` extra levels (about 20 us for a 50 KB
+    Codex body, far cheaper than walking it in Python) rejects up front, with a clear
+    400, anything that would fail later.
     """
+    wrapped: Any = data
+    for _ in range(_HEADROOM):
+        wrapped = [wrapped]
     try:
-        orjson.dumps(data)
+        orjson.dumps(wrapped)
     except orjson.JSONEncodeError as exc:
         if "recursion" not in str(exc).lower():
             raise RequestError(f"The request body cannot be represented as JSON: {exc}.") from exc
