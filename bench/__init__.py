@@ -1,0 +1,1 @@
+"""A rerunnable benchmark of toolwire: ``python -m bench.run`` (see bench/README.md)."""

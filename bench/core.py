@@ -1,0 +1,196 @@
+"""The pure core's cost, in process, without any I/O.
+
+    python -m bench.core [--quick]
+
+Per request body: ``parse_request`` (bytes -> typed request), ``translate_request``
+(-> the Chat Completions dict) and ``orjson.dumps`` of that dict (what the upstream
+client sends), each timed alone with ``time.perf_counter_ns`` over many iterations; the
+median is reported.
+
+Per stream chunk: a fresh ``ChatStreamTranslator`` per iteration gets ``start()``, every
+chunk of the canned upstream answer through ``feed`` (timed as one loop, divided by the
+number of chunks), then ``finish()``. "Pipeline" adds what the gateway does around
+``feed`` for each chunk: ``orjson.loads`` of the SSE data line, and ``orjson.dumps`` +
+``encode_event`` of every event it returns; it is the CPU cost of one upstream chunk,
+from bytes in to bytes out, minus the sockets. The answer is the text reply and, as a
+second row, the tool-call reply (the tool the canned upstream would call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from . import upstream as canned
+from .bodies import Body, build_all
+
+_NS = 1e-3  # ns -> us
+
+
+@dataclass
+class RequestCost:
+    body: str
+    body_bytes: int
+    chat_bytes: int
+    parse_us: float
+    translate_us: float
+    dumps_us: float
+    total_us: float  # parse + translate + dumps, timed together
+    iterations: int
+
+
+@dataclass
+class StreamCost:
+    body: str
+    reply: str  # "text" / "tool call"
+    chunks: int  # upstream chunks fed (role, fragments, finish, usage)
+    events: int  # Responses events produced (start + feed + finish)
+    feed_us_per_chunk: float
+    pipeline_us_per_chunk: float
+    start_finish_us: float
+    iterations: int
+
+
+def _median_ns(function: Callable[[], Any], iterations: int, warmup: int) -> float:
+    for _ in range(warmup):
+        function()
+    samples = []
+    clock = time.perf_counter_ns
+    for _ in range(iterations):
+        started = clock()
+        function()
+        samples.append(clock() - started)
+    return float(statistics.median(samples))
+
+
+def translator_parts() -> tuple[Any, Any, Any, Any]:
+    from toolwire.protocol import encode_event, parse_request
+    from toolwire.translate.request import translate_request
+    from toolwire.translate.stream import ChatStreamTranslator
+
+    return parse_request, translate_request, ChatStreamTranslator, encode_event
+
+
+def chat_body(body: Body) -> bytes:
+    """The Chat Completions body toolwire sends upstream for ``body`` (the direct run's body)."""
+    parse_request, translate_request, _, _ = translator_parts()
+    return orjson.dumps(translate_request(parse_request(body.data)).chat)
+
+
+def tool_reply_chunks(chat: dict[str, Any], chunks: int = 40) -> list[dict[str, Any]]:
+    """The tool-call answer the canned upstream gives to this Chat request."""
+    return canned.Upstream(reply="tool", chunks=chunks)._tool_call_for(orjson.dumps(chat))
+
+
+def request_cost(body: Body, iterations: int) -> RequestCost:
+    parse_request, translate_request, _, _ = translator_parts()
+    data = body.data
+    request = parse_request(data)
+    chat = translate_request(request).chat
+    warmup = max(3, iterations // 10)
+    parse = _median_ns(lambda: parse_request(data), iterations, warmup)
+    translate = _median_ns(lambda: translate_request(request), iterations, warmup)
+    dumps = _median_ns(lambda: orjson.dumps(chat), iterations, warmup)
+    total = _median_ns(lambda: orjson.dumps(translate_request(parse_request(data)).chat), iterations, warmup)
+    return RequestCost(
+        body=body.name, body_bytes=len(data), chat_bytes=len(orjson.dumps(chat)),
+        parse_us=parse * _NS, translate_us=translate * _NS, dumps_us=dumps * _NS, total_us=total * _NS,
+        iterations=iterations,
+    )
+
+
+def stream_cost(body: Body, reply: str, iterations: int, chunk_count: int = 40) -> StreamCost:
+    parse_request, translate_request, translator_class, encode_event = translator_parts()
+    request = parse_request(body.data)
+    translated = translate_request(request)
+    chunks = canned.text_chunks(chunk_count) if reply == "text" else tool_reply_chunks(translated.chat, chunk_count)
+    lines = [orjson.dumps(chunk) for chunk in chunks]  # the SSE data lines the gateway reads
+    dumps, loads = orjson.dumps, orjson.loads
+    clock = time.perf_counter_ns
+
+    def new() -> Any:
+        return translator_class(request, translated.tools, response_id="resp_bench", created_at=1796000000,
+                                model=request.model)
+
+    events_count = 0
+    feed_samples: list[float] = []
+    pipeline_samples: list[float] = []
+    edge_samples: list[float] = []
+    warmup = max(3, iterations // 10)
+    for index in range(warmup + iterations):
+        # feed only
+        parsed = [loads(line) for line in lines]
+        translator = new()
+        started = clock()
+        events = translator.start()
+        edge = clock() - started
+        started = clock()
+        for chunk in parsed:
+            events += translator.feed(chunk)
+        fed = clock() - started
+        started = clock()
+        events += translator.finish()
+        edge += clock() - started
+        # the whole per-chunk pipeline: decode, feed, encode each event
+        translator = new()
+        for event in translator.start():
+            encode_event(dumps(event), event["type"])
+        started = clock()
+        for line in lines:
+            for event in translator.feed(loads(line)):
+                encode_event(dumps(event), event["type"])
+        piped = clock() - started
+        for event in translator.finish():
+            encode_event(dumps(event), event["type"])
+        if index >= warmup:
+            feed_samples.append(fed / len(chunks))
+            pipeline_samples.append(piped / len(chunks))
+            edge_samples.append(edge)
+            events_count = len(events)
+    return StreamCost(
+        body=body.name, reply="text" if reply == "text" else "tool call", chunks=len(chunks), events=events_count,
+        feed_us_per_chunk=statistics.median(feed_samples) * _NS,
+        pipeline_us_per_chunk=statistics.median(pipeline_samples) * _NS,
+        start_finish_us=statistics.median(edge_samples) * _NS,
+        iterations=iterations,
+    )
+
+
+def measure(bodies: list[Body], quick: bool = False) -> dict[str, list[dict[str, Any]]]:
+    request_iterations = 40 if quick else 400
+    stream_iterations = 40 if quick else 1000
+    gc.collect()
+    requests = [asdict(request_cost(body, request_iterations)) for body in bodies]
+    streams = [
+        asdict(stream_cost(body, reply, stream_iterations)) for body in bodies for reply in ("text", "tool")
+    ]
+    return {"requests": requests, "streams": streams}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.core", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    result = measure(build_all(), args.quick)
+    for row in result["requests"]:
+        print(
+            f"{row['body']}: {row['body_bytes']} B -> chat {row['chat_bytes']} B: parse {row['parse_us']:.0f} us, "
+            f"translate {row['translate_us']:.0f} us, dumps {row['dumps_us']:.0f} us, total {row['total_us']:.0f} us"
+        )
+    for row in result["streams"]:
+        print(
+            f"{row['body']} {row['reply']}: {row['chunks']} chunks -> {row['events']} events: feed "
+            f"{row['feed_us_per_chunk']:.2f} us/chunk, pipeline {row['pipeline_us_per_chunk']:.2f} us/chunk, "
+            f"start+finish {row['start_finish_us']:.0f} us"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""The markdown report of a benchmark run, from the results dict of ``bench.run``.
+
+Section titles are stable (``SECTIONS``; the CI smoke test looks for them), plus
+``## Profile`` when the run was profiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SECTIONS = (
+    "## Summary against the targets",
+    "## Throughput and latency",
+    "## Ratios",
+    "## Core cost",
+    "## Memory",
+    "## Is the load generator the bottleneck?",
+    "## Bodies",
+)
+
+ANCHOR = (
+    "For comparison, LiteLLM's Responses bridge adds ~54 ms per request at one connection and "
+    "reaches ~1 % of direct throughput at 16 connections (figures from the product issue, not measured here)."
+)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f} ms" if abs(value) < 10 else f"{value:.1f} ms"
+
+
+def _signed_ms(value: float) -> str:
+    return ("+" if value >= 0 else "-") + _ms(abs(value))
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def _case(results: dict[str, Any], body: str, connections: int) -> dict[str, Any]:
+    return next(c for c in results["load"] if c["body"] == body and c["connections"] == connections)
+
+
+def render(results: dict[str, Any]) -> str:
+    out: list[str] = []
+    add = out.append
+    machine = results["machine"]
+    settings = results["settings"]
+    targets = results["targets"]
+    names = [body["name"] for body in results["bodies"]]
+    labels = {body["name"]: f"{body['protocol']} ({body['fixture']})" for body in results["bodies"]}
+    short = {body["name"]: body["protocol"] for body in results["bodies"]}
+
+    add("# toolwire benchmark results")
+    add("")
+    add(f"Produced on {results['date']} in {results['seconds']:.0f} s by:")
+    add("")
+    add("```sh")
+    add(results["command"])
+    add("```")
+    add("")
+    versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
+    add(
+        f"Machine: **{machine['nproc']} CPUs** (`nproc`), {machine['cpu_model']}, {machine['memory']} RAM, "
+        f"Linux {machine['kernel']}, Python {machine['python']}, {machine['wrk']}; {versions}. "
+        f"toolwire at commit {machine['commit']}. Load average before the run: "
+        f"{' '.join(machine['loadavg_before'])}. The machine is shared: figures move by several percent "
+        "between runs; compare the ratios, which are measured side by side."
+    )
+    add("")
+    add(
+        f"Settings: `wrk -t1 --latency`, {settings['duration_s']:g} s per run, {settings['repeat']} "
+        f"direct/toolwire pair(s) per case, run back to back with the order alternating; medians of the runs. "
+        f"{settings['warmup_s']:g} s of warm-up per target and case. Gateway: "
+        f"`python {' '.join(settings['gateway_command'])} --upstream URL --host 127.0.0.1 --port PORT"
+        f"{' ' + ' '.join(settings['gateway_flags']) if settings['gateway_flags'] else ''}` (its defaults: one "
+        "worker process)." + (" **Quick smoke run: not a measurement.**" if settings["quick"] else "")
+    )
+    add("")
+
+    # ------------------------------------------------------------------ summary
+    add("## Summary against the targets")
+    add("")
+    add(_row(["figure", *[short[n] for n in names], "target", "verdict"]))
+    add(_row(["---", *["---:" for _ in names], "---:", "---"]))
+    added = [_case(results, n, 1)["added_p50_ms"] for n in names]
+    add(_row(["added p50 latency, 1 connection", *[_signed_ms(v) for v in added],
+              f"≤ {targets['added_p50_ms']:g} ms", _verdict(all(v <= targets["added_p50_ms"] for v in added))]))
+    ratios = [_case(results, n, 16)["throughput_ratio"] for n in names]
+    add(_row(["throughput at 16 connections, toolwire ÷ direct", *[_pct(v) for v in ratios],
+              f"≥ {100 * targets['throughput_ratio']:g} %",
+              _verdict(all(v >= targets["throughput_ratio"] for v in ratios))]))
+    memory = results["memory"]
+    rss = memory["with_streams_mb"]
+    add(_row([f"gateway RSS with {memory['streams']} open streams (half of each body)",
+              *([f"{rss:.1f} MB"] + [""] * (len(names) - 1)),
+              f"≤ {targets['rss_mb']:g} MB" + ("" if memory["streams"] >= 500 else " (at 500)"),
+              _verdict(rss <= targets["rss_mb"]) + ("" if memory["streams"] >= 500 else " (fewer streams)")]))
+    add("")
+    for n in names:
+        c1, c16 = _case(results, n, 1), _case(results, n, 16)
+        add(
+            f"- {labels[n]}: direct {c1['direct']['rps']:.0f} / toolwire {c1['toolwire']['rps']:.0f} req/s at 1 "
+            f"connection (p50 {_ms(c1['direct']['p50_ms'])} / {_ms(c1['toolwire']['p50_ms'])}); "
+            f"direct {c16['direct']['rps']:.0f} / toolwire {c16['toolwire']['rps']:.0f} req/s at 16."
+        )
+    add("")
+    add(ANCHOR)
+    add("")
+
+    # ------------------------------------------------------------------ load
+    add("## Throughput and latency")
+    add("")
+    add("`direct`: wrk POSTs the Chat Completions body toolwire itself sends upstream for this request to the "
+        "canned upstream. `toolwire`: wrk POSTs the Codex body, with Codex's headers, to `toolwire serve` in "
+        "front of the same upstream. Latency is wrk's: request sent → whole stream received. Every response is "
+        "checked (status 200 and the stream's end: `data: [DONE]` / `response.completed`); `errors` counts "
+        "socket errors, timeouts and failed checks. CPU: % of one core used during the run, per process.")
+    add("")
+    add(_row(["body", "connections", "path", "requests/s", "p50", "p90", "p99", "errors",
+              "CPU wrk / upstream / toolwire"]))
+    add(_row(["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    for case in results["load"]:
+        for target in ("direct", "toolwire"):
+            figures = case[target]
+            cpu = figures["cpu"]
+            add(_row([
+                short[case["body"]], case["connections"], target, f"{figures['rps']:.0f}",
+                _ms(figures["p50_ms"]), _ms(figures["p90_ms"]), _ms(figures["p99_ms"]), figures["errors"],
+                f"{cpu.get('wrk', 0):.0f} % / {cpu.get('upstream', 0):.0f} % / {cpu.get('toolwire', 0):.0f} %",
+            ]))
+    add("")
+
+    add("## Ratios")
+    add("")
+    add("toolwire ÷ direct, from the runs above (medians); per pair: each direct run and the toolwire run "
+        "right after or before it.")
+    add("")
+    add(_row(["body", "connections", "throughput toolwire ÷ direct", "added p50", "added p99",
+              "per-pair throughput ratios", "per-pair added p50"]))
+    add(_row(["---", "---:", "---:", "---:", "---:", "---", "---"]))
+    for case in results["load"]:
+        add(_row([
+            short[case["body"]], case["connections"], _pct(case["throughput_ratio"]),
+            _signed_ms(case["added_p50_ms"]), _signed_ms(case["added_p99_ms"]),
+            ", ".join(_pct(v) for v in case["pair_ratios"]),
+            ", ".join(_signed_ms(v) for v in case["pair_added_p50_ms"]),
+        ]))
+    add("")
+    add("CPU time per request, which depends little on what else the machine is running: the upstream's in "
+        "the direct runs, toolwire's in the toolwire runs (its upstream adds the direct figure again). "
+        "Their ratio is the throughput ratio the two would reach with one dedicated core each.")
+    add("")
+    add(_row(["body", "connections", "upstream CPU per request (direct)", "toolwire CPU per request",
+              "upstream ÷ toolwire"]))
+    add(_row(["---", "---:", "---:", "---:", "---:"]))
+    for case in results["load"]:
+        up, tw = case["upstream_cpu_us"], case["toolwire_cpu_us"]
+        add(_row([short[case["body"]], case["connections"], f"{up:.0f} µs", f"{tw:.0f} µs",
+                  _pct(up / tw) if tw else "-"]))
+    add("")
+
+    # ------------------------------------------------------------------ core
+    add("## Core cost")
+    add("")
+    add("The pure core in this process, no I/O (`python -m bench.core`); medians of "
+        f"{results['core']['requests'][0]['iterations']} (requests) and "
+        f"{results['core']['streams'][0]['iterations']} (streams) iterations, `time.perf_counter_ns`.")
+    add("")
+    add("Per request:")
+    add("")
+    add(_row(["body", "Codex body → Chat body", "`parse_request`", "`translate_request`", "`orjson.dumps(chat)`",
+              "all three"]))
+    add(_row(["---", "---:", "---:", "---:", "---:", "---:"]))
+    for row in results["core"]["requests"]:
+        add(_row([
+            short[row["body"]], f"{row['body_bytes'] / 1000:.1f} kB → {row['chat_bytes'] / 1000:.1f} kB",
+            f"{row['parse_us']:.0f} µs", f"{row['translate_us']:.0f} µs", f"{row['dumps_us']:.0f} µs",
+            f"**{row['total_us']:.0f} µs**",
+        ]))
+    add("")
+    add("Per upstream stream chunk (`feed`: `ChatStreamTranslator.feed` alone; pipeline: `orjson.loads` of the "
+        "chunk + `feed` + `orjson.dumps` and `encode_event` of each event, i.e. bytes in to bytes out):")
+    add("")
+    add(_row(["body", "reply", "chunks → events", "`feed` per chunk", "pipeline per chunk", "`start` + `finish`"]))
+    add(_row(["---", "---", "---:", "---:", "---:", "---:"]))
+    for row in results["core"]["streams"]:
+        add(_row([
+            short[row["body"]], row["reply"], f"{row['chunks']} → {row['events']}",
+            f"**{row['feed_us_per_chunk']:.2f} µs**", f"{row['pipeline_us_per_chunk']:.2f} µs",
+            f"{row['start_finish_us']:.0f} µs",
+        ]))
+    add("")
+
+    # ------------------------------------------------------------------ memory
+    add("## Memory")
+    add("")
+    add(
+        f"A fresh `toolwire serve` in front of the canned upstream in `--hold` mode (it sends the head and the "
+        f"first two chunks of each stream, then waits). `python -m bench.hold` opens {memory['streams']} "
+        "streaming requests at once (the two bodies in turn) and waits until each has received its first "
+        "`response.output_text.delta`; then the gateway's `VmRSS` is read from `/proc/<pid>/status` "
+        f"({memory['opened']} of {memory['streams']} open after {memory['open_seconds']:.1f} s)."
+    )
+    add("")
+    add(_row(["gateway", "RSS"]))
+    add(_row(["---", "---:"]))
+    add(_row(["at start, idle", f"{memory['baseline_mb']:.1f} MB"]))
+    add(_row([f"**with {memory['streams']} open streams**", f"**{memory['with_streams_mb']:.1f} MB**"]))
+    add(_row(["per open stream", f"{memory['per_stream_kb']:.0f} kB"]))
+    add(_row(["after the streams closed", f"{memory['after_close_mb']:.1f} MB"]))
+    add(_row(["peak (`VmHWM`)", f"{memory['peak_mb']:.1f} MB"]))
+    after_load = memory["gateway_after_load"]
+    add(_row(["the load-test gateway after all wrk runs (RSS / peak)",
+              f"{after_load['rss_mb']:.1f} / {after_load['peak_mb']:.1f} MB"]))
+    add(_row(["(the canned upstream holding the streams)", f"{memory['upstream_mb']:.1f} MB"]))
+    add("")
+
+    # ------------------------------------------------------------------ load generator
+    add("## Is the load generator the bottleneck?")
+    add("")
+    for n in names:
+        c16 = _case(results, n, 16)
+        direct, through = c16["direct"], c16["toolwire"]
+        factor = direct["rps"] / through["rps"] if through["rps"] else float("inf")
+        add(
+            f"- {short[n]}, 16 connections: the same single wrk thread drove the direct upstream at "
+            f"{direct['rps']:.0f} req/s ({factor:.1f}x toolwire's {through['rps']:.0f}), using "
+            f"{direct['cpu'].get('wrk', 0):.0f} % of a core. Through toolwire, wrk used "
+            f"{through['cpu'].get('wrk', 0):.0f} % and the upstream {through['cpu'].get('upstream', 0):.0f} %, "
+            f"while toolwire used {through['cpu'].get('toolwire', 0):.0f} %."
+        )
+    add("")
+    busiest = min(_case(results, n, 16)["toolwire"]["cpu"].get("toolwire", 0) for n in names)
+    if busiest >= 80:
+        add("wrk and the upstream have headroom during the toolwire runs; the gateway process is the one at (or "
+            "near) a full core, so the toolwire figures measure toolwire.")
+    else:
+        add("wrk and the upstream have headroom during the toolwire runs. toolwire itself used less than a full "
+            "core in some runs: other work on this shared machine competed for the CPUs (load average "
+            f"{' '.join(machine['loadavg_before'])} before the run, {' '.join(machine.get('loadavg_after', []))} "
+            "after). Its requests/s and latencies are then lower than on an idle machine; its CPU time per request "
+            "(table under Ratios) is the figure that does not depend on that.")
+    add("")
+
+    # ------------------------------------------------------------------ bodies
+    add("## Bodies")
+    add("")
+    add("Built by `bench/bodies.py` from the captured Codex 0.169.0 requests: placeholders padded back to the "
+        "real size (SIZES.md), then the tool rounds of the turn repeated with fresh ids. `stream: true`.")
+    add("")
+    add(_row(["body", "fixture", "real capture", "padded fixture", "benchmark body", "input items", "tool rounds",
+              "Chat body upstream", "toolwire's answer"]))
+    add(_row(["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---"]))
+    for body in results["bodies"]:
+        add(_row([
+            body["protocol"], f"`{body['fixture']}`", f"{body['real_size']} B", f"{body['padded_size']} B",
+            f"{body['size']} B", body["items"], body["tool_rounds"], f"{body['chat_size']} B",
+            f"{body['gateway_events']} events ({body['gateway_text_deltas']} text deltas), "
+            f"{body['gateway_response_bytes']} B",
+        ]))
+    add("")
+    flags = settings.get("upstream_flags", [])
+    reply = ("one tool call whose arguments arrive in 40 chunks" if "tool" in flags
+             else "40 text chunks")
+    writes = "each SSE event written separately" if "--write-per-event" in flags else "written at once"
+    add(f"The canned upstream's answer (both paths): a role chunk, {reply}, a `finish_reason` chunk, a usage "
+        f"chunk and `data: [DONE]`, {writes} (`python -m bench.upstream {' '.join(flags)}`; see "
+        "`python -m bench.upstream --help`).")
+    add("")
+
+    # ------------------------------------------------------------------ profile
+    if results.get("profiles"):
+        add("## Profile")
+        add("")
+        add("py-spy (sampling, Python frames) on the gateway during an extra 16-connection run per body, not "
+            "counted above. Self: samples where the function itself was running; total: samples with the "
+            "function anywhere on the stack.")
+        add("")
+        for profile in results["profiles"]:
+            add(f"### {short[profile['body']]}: {profile['samples']} samples, {profile['rps']:.0f} req/s "
+                f"under py-spy")
+            add("")
+            add(_row(["stage (each sample counted once, at its innermost stage)", "share"]))
+            add(_row(["---", "---:"]))
+            for name, share in profile.get("stages", []):
+                add(_row([name, _pct(share)]))
+            add("")
+            add(_row(["by package (self)", "share"]))
+            add(_row(["---", "---:"]))
+            for name, share in profile["packages"][:12]:
+                add(_row([f"`{name}`", _pct(share)]))
+            add("")
+            add(_row(["function (self)", "share"]))
+            add(_row(["---", "---:"]))
+            for name, share in profile["self"][:15]:
+                add(_row([f"`{name}`", _pct(share)]))
+            add("")
+            add(_row(["function (total)", "share"]))
+            add(_row(["---", "---:"]))
+            for name, share in profile["total"][:20]:
+                add(_row([f"`{name}`", _pct(share)]))
+            add("")
+            add(f"Flame graph: `{profile['svg']}`; collapsed stacks: `{profile['raw']}`.")
+            add("")
+    return "\n".join(out).rstrip() + "\n"

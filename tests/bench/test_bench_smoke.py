@@ -1,0 +1,62 @@
+"""A short smoke run of the benchmark (``python -m bench.run --quick``), so that it never rots.
+
+It checks that the run completes, that every exchange was valid (no wrk errors, every
+stream ended properly) and that the report has every section with numbers in it. It
+checks no timing: the figures of a one-second run on a shared machine mean nothing.
+Needs ``wrk`` on PATH (Debian/Ubuntu: ``apt-get install -y wrk``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.report import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"[-+]?\d+(?:\.\d+)?"
+
+
+def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
+    assert shutil.which("wrk"), (
+        "`wrk` is not on PATH; the benchmark smoke run needs it. Install it with `apt-get install -y wrk`."
+    )
+    out = tmp_path / "RESULTS.md"
+    work = tmp_path / "out"
+    command = [sys.executable, "-m", "bench.run", "--quick", "--duration", "1", "--out", str(out),
+               "--work-dir", str(work)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, f"bench.run failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+    report = out.read_text()
+    for section in SECTIONS:
+        assert section in report, f"missing section {section!r}"
+    assert "python -m bench.run --quick --duration 1" in report
+    assert re.search(rf"\| added p50 latency, 1 connection \| {NUMBER} ms \| {NUMBER} ms \|", report.replace("+", ""))
+    assert re.search(rf"\| throughput at 16 connections, toolwire ÷ direct \| {NUMBER} % \| {NUMBER} % \|", report)
+    assert re.search(rf"\| gateway RSS with \d+ open streams[^|]*\| {NUMBER} MB \|", report)
+    assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
+
+    results = json.loads((work / "results.json").read_text())
+    assert {case["body"] for case in results["load"]} == {"v1", "v2"}
+    assert {case["connections"] for case in results["load"]} == {1, 16}
+    for case in results["load"]:
+        for target in ("direct", "toolwire"):
+            figures = case[target]
+            assert figures["requests"] > 0, (case["body"], case["connections"], target)
+            assert figures["errors"] == 0, (case["body"], case["connections"], target, case["raw"])
+            assert figures["p50_ms"] > 0 and figures["p99_ms"] >= figures["p50_ms"]
+        assert case["throughput_ratio"] > 0
+    for body in results["bodies"]:
+        assert body["gateway_text_deltas"] == 40, body
+    for row in results["core"]["requests"]:
+        assert row["parse_us"] > 0 and row["translate_us"] > 0
+    for row in results["core"]["streams"]:
+        assert row["feed_us_per_chunk"] > 0
+    memory = results["memory"]
+    assert memory["opened"] == memory["streams"] > 0
+    assert memory["with_streams_mb"] > memory["baseline_mb"] > 0
