@@ -169,9 +169,17 @@ def serve(
 
 def _register_commands() -> None:
     from toolwire.agent import agent_command
+    from toolwire.codex_config import codex_config_command
+    from toolwire.demo import demo_command
 
     app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
         agent_command
+    )
+    app.command("codex-config", help="Print, or write into a Codex home, the Codex config for the gateway's models.")(
+        codex_config_command
+    )
+    app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
+        demo_command
     )
 
 

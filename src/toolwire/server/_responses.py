@@ -3,13 +3,13 @@
 The pure core does the work (``parse_request``, ``translate_request``,
 ``ChatStreamTranslator``); this module only moves bytes and keeps the ``Exchange``
 record that observers (logs, metrics, captures) read. A streaming exchange runs beside
-a watcher of the client's connection: when the client goes away, the exchange is
-cancelled at once, which closes the upstream connection.
+a watcher of the client's connection (``_streaming.serve_stream``): when the client
+goes away, the exchange is cancelled at once, which closes the upstream connection.
+A model routed to a Responses backend is served by ``_responses_passthrough`` instead.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import secrets
@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from toolwire.errors import RequestError, UpstreamError
-from toolwire.protocol import ResponsesRequest, dump_item, encode_event, parse_item, parse_request
+from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import ResponseStore, StoredResponse, with_previous
 from toolwire.translate.completion import translate_completion
 from toolwire.translate.request import TranslatedRequest, translate_request
@@ -28,18 +28,14 @@ from toolwire.translate.stream import ChatStreamTranslator
 from toolwire.upstream import ChatBackend, ChatStream
 
 from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body, send_bytes
-from ._errors import as_toolwire_error, send_error
+from ._errors import send_error
 from ._exchange import Exchange, ExchangeObserver
-from ._routing import ModelRouter
+from ._responses_passthrough import pass_through
+from ._routing import ModelRouter, ResponsesRoute
 from ._settings import GatewaySettings
+from ._streaming import fail_before_streaming, keep_quietly, send_events, serve_stream
 
 log = logging.getLogger("toolwire.server")
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 class ResponsesEndpoint:
@@ -83,14 +79,21 @@ class ResponsesEndpoint:
             own_input = [dump_item(item) for item in request.input_items()]
             request = await self._with_history(request, own_input)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
+        except Exception as exc:
+            await fail_before_streaming(exchange, send, exc)
+            return
+        keep = _Keeper(self.settings.store, request, own_input)
+        if isinstance(route, ResponsesRoute):
+            await pass_through(exchange, receive, send, route, request, keep)
+            return
+        try:
             translated = translate_request(request, route.profile, model=route.upstream_model)
         except Exception as exc:
-            await self._fail_before_streaming(exchange, send, exc)
+            await fail_before_streaming(exchange, send, exc)
             return
         exchange.upstream_request = translated.chat
         exchange.warnings = translated.warnings
         exchange.conversions = list(translated.conversions)
-        keep = _Keeper(self.settings.store, request, own_input)
         if request.stream:
             await self._stream(exchange, receive, send, route.backend, request, translated, keep)
         else:
@@ -109,11 +112,6 @@ class ResponsesEndpoint:
         chain = await store.chain_input(request.previous_response_id)
         items = [parse_item(item, where=f"input[{n}]") for n, item in enumerate(with_previous(chain, own_input))]
         return request.model_copy(update={"input": items})
-
-    async def _fail_before_streaming(self, exchange: Exchange, send: Send, exc: BaseException) -> None:
-        error = as_toolwire_error(exc)
-        exchange.finish("error", status=error.status, error=error.message, error_kind=type(error).__name__)
-        await send_error(send, error)
 
     async def _complete(
         self,
@@ -137,7 +135,7 @@ class ResponsesEndpoint:
             )
             await keep(response)
         except Exception as exc:
-            await self._fail_before_streaming(exchange, send, exc)
+            await fail_before_streaming(exchange, send, exc)
             return
         exchange.finish(str(response.get("status", "completed")), response=response)
         await send_bytes(send, 200, orjson.dumps(response), b"application/json")
@@ -163,38 +161,11 @@ class ResponsesEndpoint:
             try:
                 chunks = await stack.enter_async_context(backend.stream(translated.chat))
             except Exception as exc:  # nothing streamed yet: a plain HTTP error
-                await self._fail_before_streaming(exchange, send, exc)
+                await fail_before_streaming(exchange, send, exc)
                 return
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            pump = asyncio.ensure_future(_pump(exchange, chunks, translator, send, keep))
-            disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
-            try:
-                await asyncio.wait({pump, disconnect}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
-                # The server is shutting down and its grace period is over: end the
-                # stream properly, so the client sees a failure, not a silent cut.
-                await _cancel(pump, disconnect)
-                if not translator.finished:
-                    with contextlib.suppress(Exception):
-                        await _send_events(exchange, send, translator.fail("The gateway is shutting down."))
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                _conclude(exchange, translator)
-                raise
-            await _cancel(pump, disconnect)
-            failure = None if pump.cancelled() else pump.exception()
-            if failure is not None and not isinstance(failure, OSError):
-                log.error("stream of %s failed", exchange.request_id, exc_info=failure)
-            _conclude(exchange, translator)
-
-
-def _conclude(exchange: Exchange, translator: ChatStreamTranslator) -> None:
-    exchange.conversions.extend(c for c in translator.conversions if c not in exchange.conversions)
-    if translator.finished:
-        response = translator.response
-        exchange.finish(str(response.get("status")), response=response)
-    else:
-        exchange.finish("disconnected", error="The client went away before the response was complete.")
-        log.info("client left %s mid-stream; upstream request cancelled", exchange.request_id)
+            await serve_stream(
+                exchange, receive, send, lambda: _pump(exchange, chunks, translator, send, keep), translator
+            )
 
 
 async def _pump(
@@ -205,28 +176,28 @@ async def _pump(
     The response is stored before its terminal event goes out, so a client that
     continues it at once always finds it.
     """
-    await _send_events(exchange, send, translator.start())
+    await send_events(exchange, send, translator.start())
     try:
         async for chunk in chunks:
             exchange.note_chunk(chunk)
             events = translator.feed(chunk)
             if translator.finished:
-                await _keep_quietly(keep, translator.response)
+                await keep_quietly(keep, translator.response)
             if events:
-                await _send_events(exchange, send, events)
+                await send_events(exchange, send, events)
             if translator.finished:
                 break
         else:
             events = translator.finish(completed_at=int(time.time()))
-            await _keep_quietly(keep, translator.response)
-            await _send_events(exchange, send, events)
+            await keep_quietly(keep, translator.response)
+            await send_events(exchange, send, events)
     except UpstreamError as exc:
-        await _send_events(exchange, send, translator.fail(exc.message))
+        await send_events(exchange, send, translator.fail(exc.message))
     except OSError:
         raise  # the client is gone: nothing more can be sent
     except Exception as exc:
         log.error("stream translation failed", exc_info=exc)
-        await _send_events(exchange, send, translator.fail("The gateway failed while translating the stream."))
+        await send_events(exchange, send, translator.fail("The gateway failed while translating the stream."))
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -242,33 +213,3 @@ class _Keeper:
         if self._store is not None:
             record = StoredResponse.from_exchange(response, self._own_input, previous_response_id=self._previous)
             await self._store.put(record)
-
-
-async def _keep_quietly(keep: _Keeper, response: dict[str, Any]) -> None:
-    """Mid-stream the client can no longer get an error status: a store failure is logged."""
-    try:
-        await keep(response)
-    except Exception:
-        log.exception("storing response %s failed", response.get("id"))
-
-
-async def _send_events(exchange: Exchange, send: Send, events: list[Any]) -> None:
-    if events:
-        exchange.note_events(events)
-        payload = b"".join(encode_event(orjson.dumps(event), event["type"]) for event in events)
-        await send({"type": "http.response.body", "body": payload, "more_body": True})
-
-
-async def _cancel(*tasks: asyncio.Future[None]) -> None:
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
-async def _wait_for_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return

@@ -2,14 +2,16 @@
 
 Foreign exceptions (aiohttp, asyncio timeouts) are mapped to ``UpstreamError`` here and
 nowhere else, keeping the cause. The upstream key is sent as ``Authorization: Bearer``
-and never appears in an error message.
+and never appears in an error message. The public helpers (``open_session``,
+``post_with_retries``, ``read_json_object``, ``stream_error``, ``drain``) are these rules
+for any HTTP backend: ``HttpResponsesBackend`` uses them too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +48,7 @@ class HttpChatBackend:
         max_connections: int = 1000,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.display_url = _without_credentials(self.base_url)
+        self.display_url = without_credentials(self.base_url)
         self._url = self.base_url + "/chat/completions"
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
         if api_key:
@@ -59,14 +61,7 @@ class HttpChatBackend:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                headers=self._headers,
-                json_serialize=lambda value: orjson.dumps(value).decode(),
-                auto_decompress=True,
-            )
+            self._session = open_session(self._headers, self._timeout, self._max_connections)
         return self._session
 
     async def aclose(self) -> None:
@@ -75,26 +70,14 @@ class HttpChatBackend:
             self._session = None
 
     async def _post(self, request: ChatRequest) -> aiohttp.ClientResponse:
-        """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
-        body = orjson.dumps(request)
-        attempt = 0
-        while True:
-            try:
-                response = await self._client().post(self._url, data=body)
-            except aiohttp.ConnectionTimeoutError as exc:
-                error, retryable = _connect_error(self.display_url, exc), True
-            except TimeoutError as exc:
-                error, retryable = _first_byte_timeout(self.display_url, self._read_timeout, exc), False
-            except (aiohttp.ClientError, OSError) as exc:
-                error, retryable = _connect_error(self.display_url, exc), True
-            else:
-                if response.status < 400:
-                    return response
-                error, retryable = await _status_error(response), response.status >= 500
-            if not retryable or attempt + 1 >= self._retry.attempts:
-                raise error
-            await asyncio.sleep(self._retry.delay(attempt))
-            attempt += 1
+        return await post_with_retries(
+            self._client,
+            self._url,
+            orjson.dumps(request),
+            display_url=self.display_url,
+            read_timeout=self._read_timeout,
+            retry=self._retry,
+        )
 
     @contextlib.asynccontextmanager
     async def stream(self, request: ChatRequest) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
@@ -105,27 +88,86 @@ class HttpChatBackend:
             response.close()  # an unfinished stream closes the connection: the upstream sees it
 
     async def complete(self, request: ChatRequest) -> dict[str, Any]:
-        response = await self._post(request)
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
-        finally:
-            response.release()
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamProtocolError("The upstream answered with a body that is not JSON.") from exc
-        if not isinstance(body, dict):
-            raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
-        return body
+        return await read_json_object(await self._post(request))
 
     async def check(self) -> None:
         try:
             async with self._client().get(self.base_url + "/models") as response:
                 await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise _connect_error(self.display_url, exc) from exc
+            raise connect_error(self.display_url, exc) from exc
+
+
+def open_session(
+    headers: Mapping[str, str], timeout: aiohttp.ClientTimeout, max_connections: int
+) -> aiohttp.ClientSession:
+    """A pooled keep-alive session sending ``headers`` on every request."""
+    connector = aiohttp.TCPConnector(limit=max_connections, ttl_dns_cache=300)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        headers=dict(headers),
+        json_serialize=lambda value: orjson.dumps(value).decode(),
+        auto_decompress=True,
+    )
+
+
+async def post_with_retries(
+    client: Callable[[], aiohttp.ClientSession],
+    url: str,
+    body: bytes,
+    *,
+    display_url: str,
+    read_timeout: float,
+    retry: RetryPolicy,
+) -> aiohttp.ClientResponse:
+    """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
+    attempt = 0
+    while True:
+        try:
+            response = await client().post(url, data=body)
+        except aiohttp.ConnectionTimeoutError as exc:
+            error, retryable = connect_error(display_url, exc), True
+        except TimeoutError as exc:
+            error, retryable = _first_byte_timeout(display_url, read_timeout, exc), False
+        except (aiohttp.ClientError, OSError) as exc:
+            error, retryable = connect_error(display_url, exc), True
+        else:
+            if response.status < 400:
+                return response
+            error, retryable = await _status_error(response), response.status >= 500
+        if not retryable or attempt + 1 >= retry.attempts:
+            raise error
+        await asyncio.sleep(retry.delay(attempt))
+        attempt += 1
+
+
+async def read_json_object(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    """A whole answer's body, which must be a JSON object; the connection is released."""
+    try:
+        raw = await response.read()
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
+    finally:
+        response.release()
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamProtocolError("The upstream answered with a body that is not JSON.") from exc
+    if not isinstance(body, dict):
+        raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
+    return body
+
+
+def stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: float) -> UpstreamError:
+    """What a failure while reading a streamed body means: a stall, a cut, or a broken stream."""
+    if isinstance(exc, TimeoutError):
+        return UpstreamError(
+            f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout"
+        )
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return UpstreamError("The upstream closed the connection before the stream was complete.")
+    return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
 
 
 async def _chunks(response: aiohttp.ClientResponse, timeout: float) -> AsyncIterator[dict[str, Any]]:
@@ -135,23 +177,17 @@ async def _chunks(response: aiohttp.ClientResponse, timeout: float) -> AsyncIter
         async for data in response.content.iter_any():
             for event in decoder.feed(data):
                 if event.data == "[DONE]":
-                    await _drain(response)
+                    await drain(response)
                     return
                 yield _parse_chunk(event.data)
         for event in decoder.flush():
             if event.data != "[DONE]":
                 yield _parse_chunk(event.data)
-    except TimeoutError as exc:
-        raise UpstreamError(
-            f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout"
-        ) from exc
-    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-        raise UpstreamError("The upstream closed the connection before the stream was complete.") from exc
-    except (aiohttp.ClientError, OSError) as exc:
-        raise UpstreamError(f"The upstream stream broke: {_describe(exc)}.") from exc
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise stream_error(exc, timeout) from exc
 
 
-async def _drain(response: aiohttp.ClientResponse) -> None:
+async def drain(response: aiohttp.ClientResponse) -> None:
     """Read what follows ``[DONE]`` (normally just the end of the body) so the connection
     goes back to the pool; give up quickly on a server that keeps it open."""
     with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
@@ -224,7 +260,7 @@ def _error_fields(raw: bytes) -> tuple[str, str | None, str | None, str | None]:
     )
 
 
-def _connect_error(url: str, exc: BaseException) -> UpstreamError:
+def connect_error(url: str, exc: BaseException) -> UpstreamError:
     error = UpstreamError(
         f"Cannot reach the upstream at {url}: {_describe(exc)}.", status=502, code="upstream_unreachable"
     )
@@ -240,7 +276,7 @@ def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> Upstrea
     return error
 
 
-def _without_credentials(url: str) -> str:
+def without_credentials(url: str) -> str:
     """The URL without any ``user:password@`` part, for messages and logs."""
     scheme, sep, rest = url.partition("://")
     host, at, path = rest.partition("@")

@@ -1,0 +1,441 @@
+"""A scripted Responses upstream: a real HTTP server for tests of Responses backends.
+
+``ResponsesUpstream`` listens on 127.0.0.1 (a free port), answers ``POST /v1/responses``
+from a script and ``GET /v1/models`` with a fixed list, and records every request. Like
+``ChatUpstream`` it runs aiohttp in a background thread with its own loop, so sync tests,
+async tests and a gateway in another process can all reach it at ``base_url``.
+
+Replies are consumed one per request (FIFO), then ``responder`` is asked:
+
+* `Events` -- an exact list of stream events, each sent as ``event: <type>`` plus
+  ``data: <json>``; a non-streaming request gets the terminal event's ``response``;
+* `HttpError` -- a non-200 answer before any streaming;
+* `Cut` -- the first ``after`` events of a stream, then the connection is closed.
+
+`answer(items)` builds the `Events` a well-behaved server sends for a list of output
+items (``response.created`` ... per item ``output_item.added`` / deltas / ``done`` ...
+``response.completed`` with the full output and usage), splitting deltas into small
+fragments. The builders are pure functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import orjson
+from aiohttp import web
+
+__all__ = [
+    "Cut",
+    "Events",
+    "HttpError",
+    "RecordedRequest",
+    "Reply",
+    "ResponsesUpstream",
+    "answer",
+    "custom_call",
+    "function_call",
+    "message",
+]
+
+JSON = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass(frozen=True)
+class Events:
+    """A stream, exactly: the events are written in order, ``sequence_number`` as given."""
+
+    events: Sequence[JSON]
+    done_marker: bool = False
+    """Send ``data: [DONE]`` after the events (OpenAI does not; some servers do)."""
+
+
+@dataclass(frozen=True)
+class HttpError:
+    status: int
+    body: Mapping[str, Any] | str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The first ``after`` events of ``events``, then the TCP connection is closed."""
+
+    events: Sequence[JSON]
+    after: int
+
+
+Reply: TypeAlias = Events | HttpError | Cut
+Responder: TypeAlias = Callable[[Any], Reply]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    json: Any
+
+
+# --------------------------------------------------------------------------- builders (pure)
+
+
+def message(text: str, item_id: str = "msg_up_1") -> JSON:
+    return {
+        "id": item_id,
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+    }
+
+
+def function_call(
+    name: str,
+    arguments: str,
+    call_id: str,
+    *,
+    namespace: str | None = None,
+    item_id: str | None = None,
+) -> JSON:
+    item: JSON = {
+        "id": item_id or f"fc_{call_id}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+    }
+    if namespace is not None:
+        item["namespace"] = namespace
+    item["arguments"] = arguments
+    return item
+
+
+def custom_call(
+    name: str, text: str, call_id: str, *, namespace: str | None = None, item_id: str | None = None
+) -> JSON:
+    item: JSON = {
+        "id": item_id or f"ctc_{call_id}",
+        "type": "custom_tool_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+    }
+    if namespace is not None:
+        item["namespace"] = namespace
+    item["input"] = text
+    return item
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def answer(
+    items: Sequence[JSON],
+    *,
+    model: str = "upstream-model",
+    response_id: str = "resp_upstream_1",
+    tools: Sequence[JSON] = (),
+    fragment_size: int = 5,
+    arguments_done: bool = True,
+    usage: JSON | None = None,
+) -> Events:
+    """The events of one successful stream that outputs ``items``.
+
+    ``arguments_done=False`` leaves out ``function_call_arguments.done`` (some servers
+    go straight from the deltas to ``output_item.done``).
+    """
+    snapshot: JSON = {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_750_000_000,
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "usage": None,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": list(tools),
+    }
+    events: list[JSON] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    emit("response.created", response=snapshot)
+    emit("response.in_progress", response=snapshot)
+    for index, item in enumerate(items):
+        at: JSON = {"item_id": item["id"], "output_index": index}
+        kind = item["type"]
+        if kind == "message":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            for content_index, part in enumerate(item["content"]):
+                emit(
+                    "response.content_part.added",
+                    **at,
+                    content_index=content_index,
+                    part={**part, "text": ""},
+                )
+                for piece in _pieces(part["text"], fragment_size):
+                    emit(
+                        "response.output_text.delta",
+                        **at,
+                        content_index=content_index,
+                        delta=piece,
+                        logprobs=[],
+                    )
+                emit(
+                    "response.output_text.done",
+                    **at,
+                    content_index=content_index,
+                    text=part["text"],
+                    logprobs=[],
+                )
+                emit("response.content_part.done", **at, content_index=content_index, part=part)
+        elif kind == "function_call":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            for piece in _pieces(item["arguments"], fragment_size):
+                emit("response.function_call_arguments.delta", **at, delta=piece)
+            if arguments_done:
+                emit(
+                    "response.function_call_arguments.done",
+                    **at,
+                    arguments=item["arguments"],
+                    name=item["name"],
+                )
+        elif kind == "custom_tool_call":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "input": ""},
+            )
+            for piece in _pieces(item["input"], fragment_size):
+                emit("response.custom_tool_call_input.delta", **at, delta=piece)
+            emit("response.custom_tool_call_input.done", **at, input=item["input"])
+        else:
+            emit("response.output_item.added", output_index=index, item=item)
+        emit("response.output_item.done", output_index=index, item=item)
+    final_usage = usage or {
+        "input_tokens": 100,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 20,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 120,
+    }
+    emit(
+        "response.completed",
+        response={
+            **snapshot,
+            "status": "completed",
+            "output": list(items),
+            "usage": final_usage,
+            "completed_at": 1_750_000_001,
+        },
+    )
+    return Events(events)
+
+
+def _frame(event: JSON) -> bytes:
+    return (
+        b"event: " + str(event.get("type")).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+    )
+
+
+def _terminal_response(events: Sequence[JSON]) -> JSON | None:
+    for event in reversed(events):
+        if event.get("type") in ("response.completed", "response.failed", "response.incomplete"):
+            response = event.get("response")
+            return response if isinstance(response, dict) else None
+    return None
+
+
+# --------------------------------------------------------------------------- server
+
+
+class ResponsesUpstream:
+    """The scripted server. Start it (or use it as a context manager), then script it."""
+
+    def __init__(self, models: Sequence[str] = ("upstream-model",)) -> None:
+        self.models = tuple(models)
+        self.responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._queue: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    # ----------------------------------------------------------------- script & records
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of the ``POST /v1/responses`` requests."""
+        return [r.json for r in self.requests if r.path == "/v1/responses"]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+        self.responder = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("ResponsesUpstream is not started")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def start(self) -> ResponsesUpstream:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="responses-upstream", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._close(), loop).result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            loop.close()
+            self._loop = self._thread = None
+            self._port = None
+
+    def __enter__(self) -> ResponsesUpstream:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/responses", self._responses)
+        app.router.add_get("/v1/models", self._models)
+        runner = web.AppRunner(
+            app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
+        )
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        self._port = sock.getsockname()[1]
+        self._runner = runner
+
+    async def _close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ----------------------------------------------------------------- handlers
+
+    def _record(self, request: web.Request, body: bytes) -> Any:
+        try:
+            parsed: Any = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            parsed = None
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        with self._lock:
+            self._requests.append(RecordedRequest(request.method, request.path, headers, parsed))
+        return parsed
+
+    def _next_reply(self, body: Any) -> Reply | None:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(body) if self.responder is not None else None
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self._record(request, await request.read())
+        data = [
+            {"id": model, "object": "model", "created": 0, "owned_by": "tests"}
+            for model in self.models
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        body = self._record(request, await request.read())
+        reply = self._next_reply(body)
+        if reply is None:
+            error = {
+                "error": {"message": "ResponsesUpstream script ran out", "type": "server_error"}
+            }
+            return web.Response(
+                status=500, body=orjson.dumps(error), content_type="application/json"
+            )
+        if isinstance(reply, HttpError):
+            if isinstance(reply.body, str):
+                return web.Response(
+                    status=reply.status, text=reply.body, headers=dict(reply.headers)
+                )
+            response = web.Response(
+                status=reply.status, body=orjson.dumps(reply.body), content_type="application/json"
+            )
+            response.headers.update(reply.headers)
+            return response
+        streaming = isinstance(body, dict) and body.get("stream") is True
+        if not streaming:
+            final = _terminal_response(reply.events) if isinstance(reply, Events) else None
+            return web.Response(
+                status=200, body=orjson.dumps(final), content_type="application/json"
+            )
+        stream = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await stream.prepare(request)
+        if isinstance(reply, Cut):
+            for event in reply.events[: reply.after]:
+                await stream.write(_frame(event))
+            if request.transport is not None:
+                request.transport.close()
+            await asyncio.sleep(60)  # aiohttp cancels the handler once the peer is gone
+            return stream
+        for event in reply.events:
+            await stream.write(_frame(event))
+        if reply.done_marker:
+            await stream.write(b"data: [DONE]\n\n")
+        await stream.write_eof()
+        return stream

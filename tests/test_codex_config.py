@@ -1,0 +1,372 @@
+"""``toolwire codex-config``: the Codex provider section and model catalog.
+
+The builders are checked as data; the catalog is then loaded by the real Codex CLI
+0.169.0 (``codex debug models``), and a real ``codex exec`` through the gateway shows
+that Codex knows the model (no "Model metadata ... not found" warning) and sends the
+tools the catalog describes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tests.support.chat_upstream import ChatUpstream, Text
+from tests.support.codex import QUIET_DEFAULTS, ensure_codex, run_codex
+from tests.support.gateway import GatewayProcess
+from toolwire.codex_config import (
+    CATALOG_FILE_NAME,
+    DEFAULT_INSTRUCTIONS,
+    CodexModel,
+    CodexSetup,
+    build_catalog,
+    codex_config_command,
+    merge_catalogs,
+    model_entry,
+    normalize_base_url,
+    render_config,
+    update_config,
+    write_codex_home,
+)
+
+JSON = dict[str, Any]
+needs_codex = pytest.mark.skipif(
+    shutil.which("npm") is None, reason="needs node/npm to install Codex"
+)
+
+
+def setup_for(*models: CodexModel, **kwargs: Any) -> CodexSetup:
+    return CodexSetup(base_url="http://127.0.0.1:8787/v1", models=models, **kwargs)
+
+
+# ---------------------------------------------------------------- the catalog
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (
+            CodexModel("qwen3"),
+            {
+                "default_reasoning_level": None,
+                "supported_reasoning_levels": [],
+                "supports_search_tool": False,
+                "context_window": 128_000,
+            },
+        ),
+        (
+            CodexModel("deepseek", context_window=64_000, reasoning=True, tool_search=True),
+            {
+                "default_reasoning_level": "medium",
+                "supports_search_tool": True,
+                "context_window": 64_000,
+            },
+        ),
+    ],
+)
+def test_model_entry(model: CodexModel, expected: JSON) -> None:
+    entry = model_entry(model, base_url="http://gw/v1", instructions="Be useful.", priority=3)
+    assert {key: entry[key] for key in expected} == expected
+    assert (entry["slug"], entry["display_name"], entry["priority"]) == (model.name, model.name, 3)
+    assert entry["apply_patch_tool_type"] == "freeform"  # "function" is a parse error in 0.169
+    assert entry["base_instructions"] == "Be useful."
+    assert entry["supports_reasoning_summary_parameter"] is False
+    if model.reasoning:
+        assert [level["effort"] for level in entry["supported_reasoning_levels"]] == [
+            "low",
+            "medium",
+            "high",
+        ]
+
+
+def test_catalog_keeps_the_order_and_the_default_instructions() -> None:
+    catalog = build_catalog(setup_for(CodexModel("a"), CodexModel("b")))
+    assert [(m["slug"], m["priority"]) for m in catalog["models"]] == [("a", 1), ("b", 2)]
+    assert all(m["base_instructions"] == DEFAULT_INSTRUCTIONS for m in catalog["models"])
+
+
+def test_merge_keeps_other_entries_and_replaces_ours() -> None:
+    ours = build_catalog(setup_for(CodexModel("a")))
+    previous = {"models": [{"slug": "a", "old": True}, {"slug": "mine", "display_name": "Mine"}]}
+    merged = merge_catalogs(ours, previous)
+    assert [m["slug"] for m in merged["models"]] == ["a", "mine"]
+    assert "old" not in merged["models"][0]
+    assert merge_catalogs(ours, "not a catalog") == ours
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://127.0.0.1:8787", "http://127.0.0.1:8787/v1"),
+        ("http://127.0.0.1:8787/", "http://127.0.0.1:8787/v1"),
+        ("http://127.0.0.1:8787/v1/", "http://127.0.0.1:8787/v1"),
+        ("https://gw.example/proxy/v1", "https://gw.example/proxy/v1"),
+    ],
+)
+def test_base_url(url: str, expected: str) -> None:
+    assert normalize_base_url(url) == expected
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8787", "ftp://x/v1", "http:///v1"])
+def test_base_url_must_be_http(url: str) -> None:
+    with pytest.raises(ValueError):
+        normalize_base_url(url)
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "message"),
+    [("openai", "built-in"), ("ollama", "built-in"), ("my tool", "plain")],
+)
+def test_provider_id_is_checked(provider_id: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        setup_for(CodexModel("a"), provider_id=provider_id)
+    with pytest.raises(ValueError, match="--model"):
+        setup_for()
+
+
+# ---------------------------------------------------------------- config.toml
+
+
+def test_a_new_config() -> None:
+    text = render_config(setup_for(CodexModel("qwen3"), CodexModel("glm"), api_key_env="TW_KEY"))
+    assert tomllib.loads(text) == {
+        "model_provider": "toolwire",
+        "model": "qwen3",
+        "model_providers": {
+            "toolwire": {
+                "name": "toolwire",
+                "base_url": "http://127.0.0.1:8787/v1",
+                "wire_api": "responses",
+                "env_key": "TW_KEY",
+            }
+        },
+    }
+
+
+USER_CONFIG = """\
+# My Codex settings.
+model = "gpt-5.5"  # the one I like
+approval_policy = "on-request"
+
+[model_providers.toolwire]
+name = "old"
+base_url = "http://old/v1"
+request_max_retries = 0  # fail fast
+
+[tui]
+theme = "dark"
+"""
+
+
+def test_updating_keeps_comments_and_every_other_key() -> None:
+    setup = setup_for(CodexModel("qwen3"), catalog_path="/home/me/.codex/toolwire-models.json")
+    text = update_config(USER_CONFIG, setup)
+    assert "# My Codex settings." in text and "# fail fast" in text and "# the one I like" in text
+    data = tomllib.loads(text)
+    assert data["approval_policy"] == "on-request" and data["tui"] == {"theme": "dark"}
+    assert (data["model"], data["model_provider"]) == ("qwen3", "toolwire")
+    assert data["model_catalog_json"] == "/home/me/.codex/toolwire-models.json"
+    assert data["model_providers"]["toolwire"] == {
+        "name": "toolwire",
+        "base_url": "http://127.0.0.1:8787/v1",
+        "wire_api": "responses",
+        "request_max_retries": 0,
+    }
+    assert update_config(text, setup) == text  # idempotent
+
+
+def test_an_inline_providers_table_stays_inline() -> None:
+    text = 'model_providers = { local = { name = "local", base_url = "http://x/v1" } }\n'
+    updated = update_config(text, setup_for(CodexModel("m")))
+    assert set(tomllib.loads(updated)["model_providers"]) == {"local", "toolwire"}
+    assert "[model_providers" not in updated
+
+
+def test_write_codex_home(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    home.mkdir()
+    own_catalog = tmp_path / "mine.json"
+    own_catalog.write_text(json.dumps({"models": [{"slug": "my-local", "display_name": "x"}]}))
+    (home / "config.toml").write_text(f'model_catalog_json = "{own_catalog}"\n' + USER_CONFIG)
+    config_path, catalog_path = write_codex_home(home, setup_for(CodexModel("qwen3")))
+    assert catalog_path == (home / CATALOG_FILE_NAME).resolve()
+    data = tomllib.loads(config_path.read_text())
+    assert data["model_catalog_json"] == str(catalog_path)
+    catalog = json.loads(catalog_path.read_text())
+    assert [m["slug"] for m in catalog["models"]] == ["qwen3", "my-local"]
+    # Again with another model: the catalog named now is ours, and keeps what it had.
+    write_codex_home(home, setup_for(CodexModel("glm")))
+    assert [m["slug"] for m in json.loads(catalog_path.read_text())["models"]] == [
+        "glm",
+        "qwen3",
+        "my-local",
+    ]
+    assert not [p for p in home.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_an_invalid_config_is_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("model = \n")
+    with pytest.raises(ValueError):
+        write_codex_home(tmp_path, setup_for(CodexModel("m")))
+    assert (tmp_path / "config.toml").read_text() == "model = \n"
+
+
+# ---------------------------------------------------------------- the command
+
+
+def invoke(*args: str) -> Any:
+    app = typer.Typer()
+    app.command()(codex_config_command)
+    return CliRunner().invoke(app, list(args), env={"CODEX_HOME": "/home/me/.codex"})
+
+
+def test_command_prints_the_config_and_the_catalog() -> None:
+    result = invoke(
+        "--base-url", "http://127.0.0.1:8787", "--model", "qwen3", "-m", "glm", "--reasoning"
+    )
+    assert result.exit_code == 0, result.output
+    toml_part, _, json_part = result.output.partition(
+        "# Save as /home/me/.codex/toolwire-models.json:\n"
+    )
+    assert tomllib.loads(toml_part)["model_catalog_json"] == "/home/me/.codex/toolwire-models.json"
+    catalog = json.loads(json_part)
+    assert [(m["slug"], m["default_reasoning_level"]) for m in catalog["models"]] == [
+        ("qwen3", "medium"),
+        ("glm", "medium"),
+    ]
+
+
+def test_command_writes_into_a_codex_home(tmp_path: Path) -> None:
+    instructions = tmp_path / "prompt.md"
+    instructions.write_text("Answer in French.")
+    result = invoke(
+        "--base-url", "http://gw:1/v1", "-m", "m", "--codex-home", str(tmp_path / "home"),
+        "--tool-search", "--context-window", "32768", "--instructions-file", str(instructions),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [entry] = json.loads((tmp_path / "home" / CATALOG_FILE_NAME).read_text())["models"]
+    assert (entry["supports_search_tool"], entry["context_window"], entry["base_instructions"]) == (
+        True,
+        32768,
+        "Answer in French.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--provider-id", "openai"], "built-in"),
+        (["--base-url", "localhost:8787"], "http(s) URL"),
+        (["--instructions-file", "/nonexistent/prompt.md"], "prompt.md"),
+    ],
+)
+def test_command_errors(args: list[str], message: str) -> None:
+    base = ["--base-url", "http://gw/v1", "-m", "m"]
+    result = invoke(*base, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+# ---------------------------------------------------------------- the real Codex CLI
+
+
+def codex_env(home: Path, tmp_path: Path) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+    (tmp_path / "h").mkdir(exist_ok=True)
+    return {
+        **keep,
+        "CODEX_HOME": str(home),
+        "HOME": str(tmp_path / "h"),
+        "TMPDIR": str(tmp_path / "h"),
+    }
+
+
+@needs_codex
+def test_codex_loads_the_catalog(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    models = (
+        CodexModel("plain"),
+        CodexModel("thinker", reasoning=True, tool_search=True, context_window=200_000),
+    )
+    write_codex_home(home, setup_for(*models))
+    proc = subprocess.run(
+        [str(ensure_codex()), "debug", "models"],
+        env=codex_env(home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = {m["slug"]: m for m in json.loads(proc.stdout)["models"]}
+    assert list(loaded) == ["plain", "thinker"]
+    thinker = loaded["thinker"]
+    assert (
+        thinker["context_window"],
+        thinker["default_reasoning_level"],
+        thinker["supports_search_tool"],
+    ) == (
+        200_000,
+        "medium",
+        True,
+    )
+    assert thinker["apply_patch_tool_type"] == "freeform"
+    assert thinker["model_messages"]["instructions_template"] == DEFAULT_INSTRUCTIONS
+
+
+@needs_codex
+@pytest.mark.e2e
+@pytest.mark.parametrize(("tool_search", "reasoning"), [(True, True), (False, False)])
+def test_codex_knows_the_model_and_sends_the_catalogs_tools(
+    gateway: GatewayProcess,
+    upstream: ChatUpstream,
+    tmp_path: Path,
+    tool_search: bool,
+    reasoning: bool,
+) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    quiet = "".join(f"{key} = {value}\n" for key, value in QUIET_DEFAULTS.items())
+    # A user's config: their own settings, and retries off for this provider (kept).
+    (home / "config.toml").write_text(
+        "# mine\n"
+        + quiet
+        + "\n[model_providers.toolwire]\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    )
+    model = CodexModel("qwen3-coder-local", reasoning=reasoning, tool_search=tool_search)
+    setup = CodexSetup(
+        base_url=gateway.base_url, models=(model,), api_key_env="TOOLWIRE_TEST_CLIENT_KEY"
+    )
+    write_codex_home(home, setup)
+    upstream.responder = lambda body: Text("Hello from the gateway.")
+    result = run_codex(
+        base_url=gateway.base_url,  # unused: CODEX_HOME below is the one just written
+        model=model.name,
+        prompt="Say hello.",
+        cwd=tmp_path,
+        env={"CODEX_HOME": str(home), "TOOLWIRE_TEST_CLIENT_KEY": "client-key"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.last_message == "Hello from the gateway."
+    assert "Model metadata" not in result.stderr + result.stdout
+
+    [chat] = upstream.chat_requests
+    tools = {tool["function"]["name"]: tool["function"] for tool in chat["tools"]}
+    assert "freeform tool" in tools["apply_patch"]["description"]  # declared custom, sent wrapped
+    assert tools["apply_patch"]["parameters"]["required"] == ["input"]
+    assert ("tool_search" in tools) is tool_search
+    assert (
+        any(name.startswith("multi_agent_v1__") for name in tools) is not tool_search
+    )  # deferred to the search
+    assert (chat.get("reasoning_effort") == "medium") is reasoning
+    assert chat["messages"][0]["role"] == "system"
+    assert chat["messages"][0]["content"].startswith(DEFAULT_INSTRUCTIONS.splitlines()[0])
