@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from toolwire.config import (
     ConfigError,
@@ -17,6 +19,14 @@ from toolwire.config import (
     load_config,
     upstream_from_flag,
 )
+
+
+class LogLevel(enum.StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
 
 app = typer.Typer(
     help="toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend.",
@@ -82,7 +92,7 @@ def serve(
         bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui [on].")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
     """Serve POST /v1/responses in front of Chat Completions backends."""
     import uvicorn
@@ -124,15 +134,25 @@ def serve(
             upstreams = [u.model_copy(update={"default": False}) for u in upstreams if u.name != flagged.name]
             upstreams.append(flagged)
         settings = GatewayConfig(server=server, upstreams=upstreams, models=settings.models)
+    except ValidationError as exc:
+        _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)))
     except ValueError as exc:
         _fail(str(exc))
     if not settings.upstreams:
         _fail("no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE.")
     for problem in settings.problems():
         _fail(f"{'.'.join(map(str, problem[0]))}: {problem[1]}")
-    for needed in [u for u in settings.upstreams if u.api_key_env]:
-        if needed.api_key_env not in os.environ:
+    for needed in settings.upstreams:
+        if needed.api_key_env is None:
+            continue
+        key = os.environ.get(needed.api_key_env)
+        if key is None:
             _fail(f"the upstream '{needed.name}' takes its key from {needed.api_key_env}, which is not set.")
+        if key and needed.base_url and "@" in needed.base_url.split("/")[2]:
+            _fail(
+                f"the upstream '{needed.name}' has credentials in its URL and a key in "
+                f"{needed.api_key_env}: give one of them."
+            )
     server = settings.server
     if server.store != "none":
         from toolwire.store import open_store
@@ -152,18 +172,18 @@ def serve(
         )
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=log_level.value.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(
         "toolwire.server._factory:app_from_env",
         factory=True,
         host=server.host,
         port=server.port,
         workers=server.workers,
-        log_level=log_level,
+        log_level=log_level.value,
         access_log=False,
         loop="uvloop" if sys.platform != "win32" else "asyncio",
         http="httptools",
-        timeout_graceful_shutdown=max(0, round(server.shutdown_grace)),
+        timeout_graceful_shutdown=server.shutdown_grace,  # type: ignore[arg-type]  # a float works: it goes to asyncio.wait_for
     )
 
 

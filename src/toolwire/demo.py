@@ -333,7 +333,7 @@ def render_turn(turn: DemoTurn) -> Group:
         _block("① client → toolwire: request", summarize_responses_request(client_request)),
         _block(
             "② toolwire → backend: request",
-            summarize_chat_request(dict(exchange.upstream_request or {})),
+            summarize_chat_request(exchange.upstream_request_json() or {}),
         ),
     )
     table.add_row(

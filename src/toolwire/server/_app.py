@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolwire.errors import NotFoundError, UpstreamError
 
@@ -69,9 +69,10 @@ def create_app(
             if settings.store is not None:
                 await settings.store.aclose()
 
+    responses = ResponsesEndpoint(router, settings, observers)
     app = Starlette(
         routes=[
-            Route("/v1/responses", ResponsesEndpoint(router, settings, observers), methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
@@ -81,4 +82,23 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
-    return ClientAuth(app, settings.client_keys) if settings.client_keys else app
+    served = _ResponsesFastPath(responses, app)
+    return ClientAuth(served, settings.client_keys) if settings.client_keys else served
+
+
+class _ResponsesFastPath:
+    """``POST /v1/responses`` straight to its endpoint; everything else through Starlette.
+
+    Every ASGI message of a stream otherwise passes through Starlette's router and its two
+    exception middlewares; the endpoint answers all its own errors, so it needs neither.
+    """
+
+    def __init__(self, responses: ASGIApp, app: ASGIApp) -> None:
+        self.responses = responses
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/v1/responses" and scope["method"] == "POST":
+            await self.responses(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)

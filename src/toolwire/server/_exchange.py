@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallSummary:
@@ -32,7 +34,10 @@ class Exchange:
     upstream: str | None = None
     upstream_model: str | None = None
     stream: bool = False
-    upstream_request: Mapping[str, Any] | None = None
+    # What went upstream, when traffic is recorded: serialized (an ``orjson.Fragment``),
+    # which takes a fraction of the memory of the dict while a stream is open.
+    upstream_request: Any = None
+    upstream_request_bytes: bytes = b""
     upstream_chunks: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     first_token_at: float | None = None
@@ -54,6 +59,18 @@ class Exchange:
     @property
     def time_to_first_token(self) -> float | None:
         return None if self.first_token_at is None else self.first_token_at - self.started_at
+
+    def note_upstream_request(self, body: Mapping[str, Any]) -> None:
+        if self.record_traffic:
+            self.upstream_request_bytes = orjson.dumps(body)
+            self.upstream_request = orjson.Fragment(self.upstream_request_bytes)
+
+    def upstream_request_json(self) -> dict[str, Any] | None:
+        """What went upstream, decoded (None when traffic is not recorded)."""
+        if not self.upstream_request_bytes:
+            return None
+        decoded: dict[str, Any] = orjson.loads(self.upstream_request_bytes)
+        return decoded
 
     def note_chunk(self, chunk: dict[str, Any]) -> None:
         if self.first_token_at is None:

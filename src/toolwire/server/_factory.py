@@ -32,8 +32,13 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         if server.store == "none"
         else open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
     )
-    settings = GatewaySettings(max_body_bytes=server.max_body_bytes, client_keys=client_keys, store=store)
     observed = observability(config, client_keys=client_keys)
+    settings = GatewaySettings(
+        max_body_bytes=server.max_body_bytes,
+        client_keys=client_keys,
+        store=store,
+        redact=observed.redactor.redact_json,
+    )
     return create_app(
         build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes
     )

@@ -32,6 +32,7 @@ from ._redact import Redactor
 class Observability(NamedTuple):
     observers: list[ExchangeObserver]
     routes: list[BaseRoute]
+    redactor: Redactor
 
 
 def observability(
@@ -61,4 +62,4 @@ def observability(
         )
         observers.append(recent)
         routes.extend(inspector_routes(recent, client_keys))
-    return Observability(observers, routes)
+    return Observability(observers, routes, redactor)

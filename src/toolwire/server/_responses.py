@@ -2,38 +2,36 @@
 
 The pure core does the work (``parse_request``, ``translate_request``,
 ``ChatStreamTranslator``); this module only moves bytes and keeps the ``Exchange``
-record that observers (logs, metrics, captures) read. A streaming exchange runs beside
-a watcher of the client's connection (``_streaming.serve_stream``): when the client
-goes away, the exchange is cancelled at once, which closes the upstream connection.
-A model routed to a Responses backend is served by ``_responses_passthrough`` instead.
+record that observers (logs, metrics, captures) read. The whole exchange runs beside a
+watcher of the client's connection: when the client goes away, before the upstream's
+first byte or mid-stream, the exchange is cancelled at once, which closes the upstream
+connection. A model routed to a Responses backend is served by
+``_responses_passthrough`` instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
-import time
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
-from toolwire.errors import RequestError, UpstreamError
+from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import ResponseStore, StoredResponse, with_previous
 from toolwire.translate.completion import translate_completion
-from toolwire.translate.request import TranslatedRequest, translate_request
+from toolwire.translate.request import translate_request
 from toolwire.translate.stream import ChatStreamTranslator
-from toolwire.upstream import ChatBackend, ChatStream
 
-from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body, send_bytes
+from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body
 from ._errors import send_error
 from ._exchange import Exchange, ExchangeObserver
+from ._reply import Reply, stream_through
 from ._responses_passthrough import pass_through
-from ._routing import ModelRouter, ResponsesRoute
+from ._routing import ModelRouter, ResponsesRoute, Route
 from ._settings import GatewaySettings
-from ._streaming import fail_before_streaming, keep_quietly, send_events, serve_stream
 
 log = logging.getLogger("toolwire.server")
 
@@ -58,48 +56,51 @@ class ResponsesEndpoint:
             await send_error(send, exc)
             return
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
+        del body  # the exchange keeps it only when an observer records traffic
+        reply = Reply(exchange, send, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
+        work = asyncio.ensure_future(self._serve(exchange, reply))
+        disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
         try:
-            await self._exchange(exchange, receive, send)
+            await asyncio.wait({work, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The server is shutting down and its grace period is over.
+            await _cancel(work, disconnect)
+            with contextlib.suppress(Exception):
+                await reply.cut_short()
+            raise
         finally:
-            if exchange.finished_at is None:
-                exchange.finish("disconnected")
+            await _cancel(work, disconnect)
+            failure = None if work.cancelled() else work.exception()
+            if failure is not None and not isinstance(failure, OSError):
+                log.error("exchange %s failed", exchange.request_id, exc_info=failure)
+            reply.conclude()
             for observer in self.observers:
                 try:
                     observer.finished(exchange)
                 except Exception:
                     log.exception("observer %r failed", observer)
 
-    async def _exchange(self, exchange: Exchange, receive: Receive, send: Send) -> None:
+    async def _serve(self, exchange: Exchange, reply: Reply) -> None:
         try:
             request = parse_request(exchange.client_request)
+            if not exchange.record_traffic:
+                exchange.client_request = b""
             exchange.model, exchange.stream = request.model, bool(request.stream)
             route = self.router.resolve(request.model)
-            own_input = [dump_item(item) for item in request.input_items()]
-            request = await self._with_history(request, own_input)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
+            keep = _Keeper.for_request(self.settings.store, request)
+            request = await self._with_history(request, keep)
         except Exception as exc:
-            await fail_before_streaming(exchange, send, exc)
+            await reply.error(exc)
             return
-        keep = _Keeper(self.settings.store, request, own_input)
         if isinstance(route, ResponsesRoute):
-            await pass_through(exchange, receive, send, route, request, keep)
-            return
-        try:
-            translated = translate_request(request, route.profile, model=route.upstream_model)
-        except Exception as exc:
-            await fail_before_streaming(exchange, send, exc)
-            return
-        exchange.upstream_request = translated.chat
-        exchange.warnings = translated.warnings
-        exchange.conversions = list(translated.conversions)
-        if request.stream:
-            await self._stream(exchange, receive, send, route.backend, request, translated, keep)
+            await pass_through(reply, route, request, keep)
         else:
-            await self._complete(exchange, send, route.backend, request, translated, keep)
+            await _serve_chat(reply, route, request, keep)
 
-    async def _with_history(self, request: ResponsesRequest, own_input: list[dict[str, Any]]) -> ResponsesRequest:
+    async def _with_history(self, request: ResponsesRequest, keep: _Keeper) -> ResponsesRequest:
         """``request`` with the stored conversation before its own input, when it continues one."""
         if request.previous_response_id is None:
             return request
@@ -110,106 +111,79 @@ class ResponsesEndpoint:
                 param="previous_response_id",
             )
         chain = await store.chain_input(request.previous_response_id)
-        items = [parse_item(item, where=f"input[{n}]") for n, item in enumerate(with_previous(chain, own_input))]
-        return request.model_copy(update={"input": items})
+        full = with_previous(chain, keep.own_input(request))
+        return request.model_copy(update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]})
 
-    async def _complete(
-        self,
-        exchange: Exchange,
-        send: Send,
-        backend: ChatBackend,
-        request: ResponsesRequest,
-        translated: TranslatedRequest,
-        keep: _Keeper,
-    ) -> None:
+
+async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, keep: _Keeper) -> None:
+    exchange = reply.exchange
+    try:
+        translated = translate_request(request, route.profile, model=route.upstream_model)
+    except Exception as exc:
+        await reply.error(exc)
+        return
+    exchange.note_upstream_request(translated.chat)
+    exchange.warnings = translated.warnings
+    exchange.conversions = list(translated.conversions)
+    created_at = int(exchange.received_at)
+    if not request.stream:
         try:
-            completion = await backend.complete(translated.chat)
+            completion = await route.backend.complete(translated.chat)
             exchange.note_chunk(completion)
             response = translate_completion(
-                completion,
-                request,
-                translated.tools,
-                response_id=exchange.request_id,
-                created_at=int(exchange.received_at),
-                model=request.model,
+                completion, request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model
             )
             await keep(response)
         except Exception as exc:
-            await fail_before_streaming(exchange, send, exc)
+            await reply.error(exc)
             return
-        exchange.finish(str(response.get("status", "completed")), response=response)
-        await send_bytes(send, 200, orjson.dumps(response), b"application/json")
-
-    async def _stream(
-        self,
-        exchange: Exchange,
-        receive: Receive,
-        send: Send,
-        backend: ChatBackend,
-        request: ResponsesRequest,
-        translated: TranslatedRequest,
-        keep: _Keeper,
-    ) -> None:
-        translator = ChatStreamTranslator(
-            request,
-            translated.tools,
-            response_id=exchange.request_id,
-            created_at=int(exchange.received_at),
-            model=request.model,
-        )
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                chunks = await stack.enter_async_context(backend.stream(translated.chat))
-            except Exception as exc:  # nothing streamed yet: a plain HTTP error
-                await fail_before_streaming(exchange, send, exc)
-                return
-            await serve_stream(
-                exchange, receive, send, lambda: _pump(exchange, chunks, translator, send, keep), translator
-            )
-
-
-async def _pump(
-    exchange: Exchange, chunks: ChatStream, translator: ChatStreamTranslator, send: Send, keep: _Keeper
-) -> None:
-    """Upstream chunks -> translated events -> the client, ending in one terminal event.
-
-    The response is stored before its terminal event goes out, so a client that
-    continues it at once always finds it.
-    """
-    await send_events(exchange, send, translator.start())
-    try:
-        async for chunk in chunks:
-            exchange.note_chunk(chunk)
-            events = translator.feed(chunk)
-            if translator.finished:
-                await keep_quietly(keep, translator.response)
-            if events:
-                await send_events(exchange, send, events)
-            if translator.finished:
-                break
-        else:
-            events = translator.finish(completed_at=int(time.time()))
-            await keep_quietly(keep, translator.response)
-            await send_events(exchange, send, events)
-    except UpstreamError as exc:
-        await send_events(exchange, send, translator.fail(exc.message))
-    except OSError:
-        raise  # the client is gone: nothing more can be sent
-    except Exception as exc:
-        log.error("stream translation failed", exc_info=exc)
-        await send_events(exchange, send, translator.fail("The gateway failed while translating the stream."))
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await reply.response(response)
+        return
+    translator = ChatStreamTranslator(
+        request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model
+    )
+    opening = route.backend.stream(translated.chat)
+    del request, translated  # an open stream needs only the translator: little memory per stream
+    await stream_through(reply, opening, translator, keep)
 
 
 class _Keeper:
     """Stores a finished response (``store`` defaults to true) with the request's own input."""
 
-    def __init__(self, store: ResponseStore | None, request: ResponsesRequest, own_input: list[dict[str, Any]]) -> None:
-        self._store = store if request.store is not False else None
-        self._own_input = own_input
-        self._previous = request.previous_response_id
+    def __init__(self, store: ResponseStore | None, previous_response_id: str | None) -> None:
+        self._store = store
+        self._previous = previous_response_id
+        self._own_input: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest) -> _Keeper:
+        keeper = cls(store if request.store is not False else None, request.previous_response_id)
+        if keeper._store is not None or request.previous_response_id is not None:
+            keeper.own_input(request)
+        return keeper
+
+    def own_input(self, request: ResponsesRequest) -> list[dict[str, Any]]:
+        """The request's own input items as JSON (taken before history is merged in)."""
+        if self._own_input is None:
+            self._own_input = [dump_item(item) for item in request.input_items()]
+        return self._own_input
 
     async def __call__(self, response: dict[str, Any]) -> None:
-        if self._store is not None:
+        if self._store is not None and self._own_input is not None:
             record = StoredResponse.from_exchange(response, self._own_input, previous_response_id=self._previous)
             await self._store.put(record)
+
+
+async def _cancel(*tasks: asyncio.Future[None]) -> None:
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return

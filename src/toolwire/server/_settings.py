@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolwire.config._model import DEFAULT_MAX_BODY_BYTES
@@ -15,3 +16,6 @@ class GatewaySettings:
     # Where responses are kept for previous_response_id and GET /v1/responses/{id};
     # None keeps nothing.
     store: ResponseStore | None = None
+    # Serialized JSON in, the same with every configured key replaced: applied to error
+    # texts before they reach a client (an upstream may echo a key in its message).
+    redact: Callable[[bytes], bytes] = field(default=lambda raw: raw, repr=False)

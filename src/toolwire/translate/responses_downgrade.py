@@ -704,8 +704,16 @@ class ResponsesStreamRestorer:
             out = [event]
         return self._numbered(out)
 
-    def finish(self) -> list[JSON]:
-        """The backend's stream ended; a stream without a terminal event has failed."""
+    def start(self) -> list[JSON]:
+        """Nothing to send before the backend's own ``response.created``."""
+        return []
+
+    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[JSON]:
+        """The backend's stream ended; a stream without a terminal event has failed.
+
+        The arguments are the stream translators' common ones: the backend's own
+        terminal event carries its times and says it ended.
+        """
         if self._final is not None:
             return []
         return self.fail("The upstream stream closed before a terminal event (response.completed).")

@@ -236,11 +236,13 @@ class ChatStreamTranslator:
             self._apply(signal)
         return events + self._take()
 
-    def finish(self, *, completed_at: int | None = None) -> list[StreamEvent]:
+    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
         """The upstream ended: close open items in order and emit the terminal event.
 
         ``completed_at`` (unix seconds) defaults to ``created_at``: the translator reads
-        no clock.
+        no clock. ``ended_cleanly`` is false when the body just stopped, without
+        ``[DONE]``: with no finish reason either, the answer was cut short, and the
+        response fails rather than pass a truncated answer (or tool call) as complete.
         """
         if self._final is not None:
             return []
@@ -253,6 +255,10 @@ class ChatStreamTranslator:
         )
         if reason == "error":
             return events + self._fail("The upstream finished with reason 'error'.", "server_error")
+        if reason is None and not ended_cleanly:
+            return events + self._fail(
+                "The upstream stream ended before it finished (no finish reason, no [DONE]).", "server_error"
+            )
         if not produced and reason is None:
             return events + self._fail(
                 "upstream stream ended without a finish reason", "server_error"

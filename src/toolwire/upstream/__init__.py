@@ -1,11 +1,25 @@
-"""Backends behind one seam: ``ChatBackend`` opens a Chat Completions exchange.
+"""Backends behind two seams: ``ChatBackend`` (Chat Completions) and ``ResponsesBackend``.
 
-``HttpChatBackend`` talks to a real server over HTTP with pooled connections;
-``MockChatBackend`` is the built-in scripted model (``--upstream mock``).
+``HttpChatBackend`` and ``HttpResponsesBackend`` talk to real servers over HTTP with
+pooled connections (``HttpEndpoint``); ``MockChatBackend`` is the built-in scripted
+model (``--upstream mock``). Streams arrive as ``StreamBatches``: parsed objects, one
+list per network read.
 """
 
-from ._base import ChatBackend, ChatStream
-from ._http import HttpChatBackend, RetryPolicy
+from ._base import ChatBackend, ListBatches, ResponsesBackend, StreamBatches
+from ._chat_http import HttpChatBackend
+from ._http import HttpEndpoint, RetryPolicy
 from ._mock import MockChatBackend
+from ._responses_http import HttpResponsesBackend
 
-__all__ = ["ChatBackend", "ChatStream", "HttpChatBackend", "MockChatBackend", "RetryPolicy"]
+__all__ = [
+    "ChatBackend",
+    "HttpChatBackend",
+    "HttpEndpoint",
+    "HttpResponsesBackend",
+    "ListBatches",
+    "MockChatBackend",
+    "ResponsesBackend",
+    "RetryPolicy",
+    "StreamBatches",
+]

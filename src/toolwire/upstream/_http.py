@@ -1,17 +1,18 @@
-"""``HttpChatBackend``: a Chat Completions server over HTTP (aiohttp, pooled connections).
+"""HTTP to a backend: one pooled connection set per endpoint, retries, SSE reading, errors.
 
-Foreign exceptions (aiohttp, asyncio timeouts) are mapped to ``UpstreamError`` here and
-nowhere else, keeping the cause. The upstream key is sent as ``Authorization: Bearer``
-and never appears in an error message. The public helpers (``open_session``,
-``post_with_retries``, ``read_json_object``, ``stream_error``, ``drain``) are these rules
-for any HTTP backend: ``HttpResponsesBackend`` uses them too.
+``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp),
+``Authorization: Bearer`` with the upstream key, a failed connect or a 5xx retried with
+bounded backoff before anything streamed, and the upstream's own error status and
+message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
+asyncio timeouts) become ``UpstreamError`` here and nowhere else, keeping the cause;
+no key ever appears in a message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,9 @@ import aiohttp
 import orjson
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
-from toolwire.protocol import ChatRequest, SSEDecoder
+from toolwire.protocol import SSEDecoder
+
+JSON = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,34 +37,44 @@ class RetryPolicy:
         return float(min(self.backoff_seconds * 2.0**attempt, self.max_backoff_seconds))
 
 
-class HttpChatBackend:
-    """``POST {base_url}/chat/completions`` with pooled keep-alive connections."""
+class HttpEndpoint:
+    """``POST {base_url}{path}`` over pooled keep-alive connections."""
 
     def __init__(
         self,
         base_url: str,
+        path: str,
         *,
         api_key: str | None = None,
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
+        check_timeout: float = 5.0,
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
-        self._url = self.base_url + "/chat/completions"
+        if api_key and self.display_url != self.base_url:
+            raise ValueError(
+                f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
+            )
+        self.read_timeout = timeout
+        self._url = self.base_url + path
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
-        self._read_timeout = timeout
+        self._check_timeout = aiohttp.ClientTimeout(total=check_timeout)
         self._retry = retry or RetryPolicy()
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = open_session(self._headers, self._timeout, self._max_connections)
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, headers=self._headers, auto_decompress=True
+            )
         return self._session
 
     async def aclose(self) -> None:
@@ -69,134 +82,120 @@ class HttpChatBackend:
             await self._session.close()
             self._session = None
 
-    async def _post(self, request: ChatRequest) -> aiohttp.ClientResponse:
-        return await post_with_retries(
-            self._client,
-            self._url,
-            orjson.dumps(request),
-            display_url=self.display_url,
-            read_timeout=self._read_timeout,
-            retry=self._retry,
-        )
+    async def post(self, body: bytes) -> aiohttp.ClientResponse:
+        """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._client().post(self._url, data=body)
+            except aiohttp.ConnectionTimeoutError as exc:
+                error, retryable = connect_error(self.display_url, exc), True
+            except TimeoutError as exc:
+                error, retryable = _first_byte_timeout(self.display_url, self.read_timeout, exc), False
+            except (aiohttp.ClientError, OSError) as exc:
+                error, retryable = connect_error(self.display_url, exc), True
+            else:
+                if response.status < 400:
+                    return response
+                error, retryable = await _status_error(response), response.status >= 500
+            if not retryable or attempt + 1 >= self._retry.attempts:
+                raise error
+            await asyncio.sleep(self._retry.delay(attempt))
+            attempt += 1
+
+    async def post_for_json(self, body: bytes) -> JSON:
+        """A whole (non-streamed) answer, which must be a JSON object."""
+        response = await self.post(body)
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
+        finally:
+            response.release()
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError("The upstream answered with a body that is not JSON.") from exc
+        if not isinstance(answer, dict):
+            raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
+        return answer
 
     @contextlib.asynccontextmanager
-    async def stream(self, request: ChatRequest) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        response = await self._post(request)
+    async def stream(
+        self, body: bytes, parse: Callable[[str], JSON], is_terminal: Callable[[JSON], bool] | None = None
+    ) -> AsyncIterator[SSEBatches]:
+        response = await self.post(body)
+        del body  # only needed for retries, which are over once the answer has begun
         try:
-            yield _chunks(response, self._read_timeout)
+            yield SSEBatches(response, self.read_timeout, parse, is_terminal)
         finally:
             response.close()  # an unfinished stream closes the connection: the upstream sees it
 
-    async def complete(self, request: ChatRequest) -> dict[str, Any]:
-        return await read_json_object(await self._post(request))
-
     async def check(self) -> None:
+        """Raise ``UpstreamError`` unless ``GET {base_url}/models`` answers within a few seconds."""
         try:
-            async with self._client().get(self.base_url + "/models") as response:
+            async with self._client().get(self.base_url + "/models", timeout=self._check_timeout) as response:
                 await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise connect_error(self.display_url, exc) from exc
 
 
-def open_session(
-    headers: Mapping[str, str], timeout: aiohttp.ClientTimeout, max_connections: int
-) -> aiohttp.ClientSession:
-    """A pooled keep-alive session sending ``headers`` on every request."""
-    connector = aiohttp.TCPConnector(limit=max_connections, ttl_dns_cache=300)
-    return aiohttp.ClientSession(
-        connector=connector,
-        timeout=timeout,
-        headers=dict(headers),
-        json_serialize=lambda value: orjson.dumps(value).decode(),
-        auto_decompress=True,
-    )
+class SSEBatches:
+    """A streamed SSE body: parsed ``data`` payloads, one list per network read.
 
+    Reading stops at ``[DONE]`` or after an object ``is_terminal`` accepts; either sets
+    ``ended_cleanly``. What follows is drained so the connection returns to the pool.
+    """
 
-async def post_with_retries(
-    client: Callable[[], aiohttp.ClientSession],
-    url: str,
-    body: bytes,
-    *,
-    display_url: str,
-    read_timeout: float,
-    retry: RetryPolicy,
-) -> aiohttp.ClientResponse:
-    """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
-    attempt = 0
-    while True:
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        read_timeout: float,
+        parse: Callable[[str], JSON],
+        is_terminal: Callable[[JSON], bool] | None = None,
+    ) -> None:
+        self._response = response
+        self._read_timeout = read_timeout
+        self._parse = parse
+        self._is_terminal = is_terminal
+        self.ended_cleanly = False
+
+    def __aiter__(self) -> AsyncIterator[list[JSON]]:
+        return self._batches()
+
+    async def _batches(self) -> AsyncIterator[list[JSON]]:
+        decoder = SSEDecoder()
         try:
-            response = await client().post(url, data=body)
-        except aiohttp.ConnectionTimeoutError as exc:
-            error, retryable = connect_error(display_url, exc), True
-        except TimeoutError as exc:
-            error, retryable = _first_byte_timeout(display_url, read_timeout, exc), False
-        except (aiohttp.ClientError, OSError) as exc:
-            error, retryable = connect_error(display_url, exc), True
-        else:
-            if response.status < 400:
-                return response
-            error, retryable = await _status_error(response), response.status >= 500
-        if not retryable or attempt + 1 >= retry.attempts:
-            raise error
-        await asyncio.sleep(retry.delay(attempt))
-        attempt += 1
-
-
-async def read_json_object(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    """A whole answer's body, which must be a JSON object; the connection is released."""
-    try:
-        raw = await response.read()
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
-    finally:
-        response.release()
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamProtocolError("The upstream answered with a body that is not JSON.") from exc
-    if not isinstance(body, dict):
-        raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
-    return body
-
-
-def stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: float) -> UpstreamError:
-    """What a failure while reading a streamed body means: a stall, a cut, or a broken stream."""
-    if isinstance(exc, TimeoutError):
-        return UpstreamError(
-            f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout"
-        )
-    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
-        return UpstreamError("The upstream closed the connection before the stream was complete.")
-    return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
-
-
-async def _chunks(response: aiohttp.ClientResponse, timeout: float) -> AsyncIterator[dict[str, Any]]:
-    """Parsed chunks until ``[DONE]`` or the end of the body."""
-    decoder = SSEDecoder()
-    try:
-        async for data in response.content.iter_any():
-            for event in decoder.feed(data):
-                if event.data == "[DONE]":
-                    await drain(response)
+            async for data in self._response.content.iter_any():
+                batch = self._parse_all(decoder.feed(data))
+                if batch:
+                    yield batch
+                if self.ended_cleanly:
+                    await _drain(self._response)
                     return
-                yield _parse_chunk(event.data)
-        for event in decoder.flush():
-            if event.data != "[DONE]":
-                yield _parse_chunk(event.data)
-    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-        raise stream_error(exc, timeout) from exc
+            batch = self._parse_all(decoder.flush())
+            if batch:
+                yield batch
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _stream_error(exc, self._read_timeout) from exc
+
+    def _parse_all(self, events: list[Any]) -> list[JSON]:
+        batch: list[JSON] = []
+        for event in events:
+            if self.ended_cleanly:
+                break
+            if event.data == "[DONE]":
+                self.ended_cleanly = True
+                break
+            parsed = self._parse(event.data)
+            batch.append(parsed)
+            if self._is_terminal is not None and self._is_terminal(parsed):
+                self.ended_cleanly = True
+        return batch
 
 
-async def drain(response: aiohttp.ClientResponse) -> None:
-    """Read what follows ``[DONE]`` (normally just the end of the body) so the connection
-    goes back to the pool; give up quickly on a server that keeps it open."""
-    with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-        async with asyncio.timeout(1.0):
-            while await response.content.readany():
-                pass
-
-
-def _parse_chunk(data: str) -> dict[str, Any]:
+def parse_json_object(data: str) -> JSON:
+    """One SSE ``data`` payload that must be a JSON object (a Chat Completions chunk)."""
     try:
         chunk = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -204,6 +203,24 @@ def _parse_chunk(data: str) -> dict[str, Any]:
     if not isinstance(chunk, dict):
         raise UpstreamProtocolError(f"The upstream sent stream data that is not an object: {data[:200]!r}.")
     return chunk
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read what follows the end marker (normally just the end of the body) so the
+    connection goes back to the pool; give up quickly on a server that keeps it open."""
+    with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+        async with asyncio.timeout(1.0):
+            while await response.content.readany():
+                pass
+
+
+def _stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: float) -> UpstreamError:
+    """What a failure while reading a streamed body means: a stall, a cut, or a broken stream."""
+    if isinstance(exc, TimeoutError):
+        return UpstreamError(f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout")
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return UpstreamError("The upstream closed the connection before the stream was complete.")
+    return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
 
 
 async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:

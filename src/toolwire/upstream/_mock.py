@@ -25,6 +25,8 @@ import orjson
 
 from toolwire.protocol import ChatRequest
 
+from ._base import ListBatches, StreamBatches
+
 
 class MockChatBackend:
     """A ``ChatBackend`` that needs no server."""
@@ -36,8 +38,8 @@ class MockChatBackend:
         return None
 
     @contextlib.asynccontextmanager
-    async def stream(self, request: ChatRequest) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        yield _as_async(_chunks(request))
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamBatches]:
+        yield ListBatches([_chunks(request)])
 
     async def complete(self, request: ChatRequest) -> dict[str, Any]:
         reasoning, text, calls = answer(request)
@@ -104,11 +106,6 @@ def _chunks(request: ChatRequest) -> list[dict[str, Any]]:
     chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if calls else "stop"}]})
     chunks.append({**base, "choices": [], "usage": _usage(request, text, calls)})
     return chunks
-
-
-async def _as_async(chunks: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-    for chunk in chunks:
-        yield chunk
 
 
 def _pieces(text: str, size: int = 12) -> list[str]:
