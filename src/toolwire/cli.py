@@ -89,7 +89,7 @@ def serve(
     ] = None,
     capture_max_bytes: Annotated[int | None, typer.Option(help="Rotate capture files at this size [64 MiB].")] = None,
     inspector: Annotated[
-        bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui [on].")
+        bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui; it keeps recent traffic in memory [off].")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,

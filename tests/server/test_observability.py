@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.observed import observed_client, observed_config
+from toolwire.config import ServerConfig
 from toolwire.server._capture import CaptureObserver
 from toolwire.server._inspector import RecentExchanges
 from toolwire.server._metrics import MetricsObserver
@@ -21,7 +22,11 @@ def paths(routes: Sequence[BaseRoute]) -> list[str]:
     return [route.path for route in routes if isinstance(route, Route)]
 
 
-def test_by_default_logs_metrics_and_the_inspector() -> None:
+def test_the_inspector_is_off_by_default() -> None:
+    assert ServerConfig().inspector is False
+
+
+def test_logs_metrics_and_the_inspector_when_it_is_on() -> None:
     observed = observability(observed_config("http://127.0.0.1:9/v1"), environ={})
     assert [type(o) for o in observed.observers] == [LogObserver, MetricsObserver, RecentExchanges]
     assert "/metrics" in paths(observed.routes) and "/ui/api/exchanges" in paths(observed.routes)
@@ -31,7 +36,7 @@ def test_without_capture_or_inspector_no_observer_records_traffic() -> None:
     observed = observability(observed_config("http://127.0.0.1:9/v1", inspector=False), environ={})
     assert [type(o) for o in observed.observers] == [LogObserver, MetricsObserver]
     assert not any(observer.wants_traffic for observer in observed.observers)
-    assert paths(observed.routes) == ["/metrics"]
+    assert paths(observed.routes) == ["/metrics", "/ui", "/ui/"]  # the "inspector is off" page
 
 
 def test_capture_is_configured_from_the_server_section(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from tests.support.gateway import UPSTREAM_KEY, GatewayProcess
 
 def test_capture_metrics_and_inspector_through_serve(upstream: ChatUpstream, tmp_path: Path) -> None:
     capture = tmp_path / "capture"
-    with GatewayProcess(upstream.base_url, tmp_path / "gw.log", "--capture", str(capture)) as gateway:
+    with GatewayProcess(upstream.base_url, tmp_path / "gw.log", "--capture", str(capture), "--inspector") as gateway:
         upstream.enqueue(ToolCalls([Call("apply_patch", '{"input": "*** Begin Patch\\n*** End Patch\\n"}')]))
         body = {
             "model": "m",
@@ -37,3 +37,9 @@ def test_capture_metrics_and_inspector_through_serve(upstream: ChatUpstream, tmp
     assert UPSTREAM_KEY not in text
     record = orjson.loads(text.splitlines()[0])
     assert "apply_patch" in orjson.dumps(record).decode()
+
+
+def test_the_inspector_is_off_unless_asked_for(gateway: GatewayProcess) -> None:
+    page = httpx.get(gateway.url + "/ui", timeout=10)
+    assert page.status_code == 404 and "--inspector" in page.text
+    assert httpx.get(gateway.url + "/ui/api/exchanges", timeout=10).status_code == 404

@@ -31,7 +31,9 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
 
 
 def observed_config(upstream_url: str, **server: Any) -> GatewayConfig:
-    """One default upstream, ``local``, whose key is in ``UPSTREAM_KEY_ENV``."""
+    """One default upstream, ``local``, whose key is in ``UPSTREAM_KEY_ENV``; the inspector on
+    unless ``inspector=False`` (it is off by default in ``ServerConfig``)."""
+    server.setdefault("inspector", True)
     upstream = UpstreamConfig(name="local", base_url=upstream_url, api_key_env=UPSTREAM_KEY_ENV, default=True)
     return GatewayConfig(server=ServerConfig(**server), upstreams=[upstream])
 

@@ -40,7 +40,9 @@ class ServerConfig(_Strict):
     capture_dir: str | None = None  # each exchange as a JSON line, redacted; off when None
     capture_max_bytes: int = Field(default=DEFAULT_CAPTURE_MAX_BYTES, gt=0)  # per file, then rotate
     capture_keep: int = Field(default=DEFAULT_CAPTURE_KEEP, ge=1)  # newest files kept
-    inspector: bool = True  # the web inspector at /ui
+    # The web inspector at /ui. Off by default: it keeps every request's traffic (prompts
+    # included) in memory while it runs, about 150 kB per open Codex stream.
+    inspector: bool = False
     inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
     inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
 

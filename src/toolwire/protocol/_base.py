@@ -22,6 +22,27 @@ class WireModel(BaseModel):
         """The JSON object this value was parsed from (plus any fields set since)."""
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
+    def shared_dump(self) -> dict[str, Any]:
+        """Like ``dump``, but sharing nested plain values (schemas, extra fields) with this
+        model instead of copying them: cheap in time and memory, for values that are only
+        serialized (a Response echoing the request's tools). Do not mutate the result."""
+        out: dict[str, Any] = {}
+        fields_set = self.model_fields_set
+        for name, info in type(self).model_fields.items():
+            if name in fields_set:
+                out[info.alias or name] = _shared(getattr(self, name))
+        if self.model_extra:
+            out.update(self.model_extra)
+        return out
+
+
+def _shared(value: Any) -> Any:
+    if isinstance(value, WireModel):
+        return value.shared_dump()
+    if isinstance(value, list) and value and isinstance(value[0], WireModel):
+        return [_shared(item) for item in value]
+    return value
+
 
 def type_tag(
     known: frozenset[str],

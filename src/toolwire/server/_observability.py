@@ -16,7 +16,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from starlette.routing import BaseRoute
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from toolwire.config import GatewayConfig
 
@@ -62,4 +64,16 @@ def observability(
         )
         observers.append(recent)
         routes.extend(inspector_routes(recent, client_keys))
+    else:
+        routes.append(Route("/ui", _inspector_off, methods=["GET"]))
+        routes.append(Route("/ui/", _inspector_off, methods=["GET"]))
     return Observability(observers, routes, redactor)
+
+
+async def _inspector_off(request: Request) -> Response:
+    return HTMLResponse(
+        "<!doctype html><title>toolwire inspector</title><p>The inspector is off. Start the gateway "
+        "with <code>--inspector</code> (or <code>inspector = true</code> under <code>[server]</code>) "
+        "to see each exchange here.</p>",
+        status_code=404,
+    )

@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -137,17 +138,24 @@ class Reply:
         log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
 
 
-async def stream_through(
-    reply: Reply, opening: AbstractAsyncContextManager[StreamBatches], machine: StreamMachine, keep: Keep
-) -> None:
-    """Open the backend's stream and pump it; a failure to open is a plain HTTP error."""
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            batches = await stack.enter_async_context(opening)
-        except Exception as exc:  # nothing streamed yet
-            await reply.error(exc)
-            return
-        await pump(reply, batches, machine, keep)
+@dataclass(frozen=True, slots=True)
+class PendingStream:
+    """Everything an open stream needs, and nothing more: the request and its translation
+    are gone by the time it runs, which keeps the memory of each open stream small."""
+
+    opening: AbstractAsyncContextManager[StreamBatches]
+    machine: StreamMachine
+    keep: Keep
+
+    async def run(self, reply: Reply) -> None:
+        """Open the backend's stream and pump it; a failure to open is a plain HTTP error."""
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                batches = await stack.enter_async_context(self.opening)
+            except Exception as exc:  # nothing streamed yet
+                await reply.error(exc)
+                return
+            await pump(reply, batches, self.machine, self.keep)
 
 
 async def pump(reply: Reply, batches: StreamBatches, machine: StreamMachine, keep: Keep) -> None:

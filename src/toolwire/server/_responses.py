@@ -28,7 +28,7 @@ from toolwire.translate.stream import ChatStreamTranslator
 from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body
 from ._errors import send_error
 from ._exchange import Exchange, ExchangeObserver
-from ._reply import Reply, stream_through
+from ._reply import PendingStream, Reply
 from ._responses_passthrough import pass_through
 from ._routing import ModelRouter, ResponsesRoute, Route
 from ._settings import GatewaySettings
@@ -83,6 +83,12 @@ class ResponsesEndpoint:
                     log.exception("observer %r failed", observer)
 
     async def _serve(self, exchange: Exchange, reply: Reply) -> None:
+        pending = await self._prepare(exchange, reply)
+        if pending is not None:
+            await pending.run(reply)
+
+    async def _prepare(self, exchange: Exchange, reply: Reply) -> PendingStream | None:
+        """Answer the request, or prepare its stream: None when the answer was sent."""
         try:
             request = parse_request(exchange.client_request)
             if not exchange.record_traffic:
@@ -94,11 +100,10 @@ class ResponsesEndpoint:
             request = await self._with_history(request, keep)
         except Exception as exc:
             await reply.error(exc)
-            return
+            return None
         if isinstance(route, ResponsesRoute):
-            await pass_through(reply, route, request, keep)
-        else:
-            await _serve_chat(reply, route, request, keep)
+            return await pass_through(reply, route, request, keep)
+        return await _serve_chat(reply, route, request, keep)
 
     async def _with_history(self, request: ResponsesRequest, keep: _Keeper) -> ResponsesRequest:
         """``request`` with the stored conversation before its own input, when it continues one."""
@@ -115,13 +120,13 @@ class ResponsesEndpoint:
         return request.model_copy(update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]})
 
 
-async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, keep: _Keeper) -> None:
+async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, keep: _Keeper) -> PendingStream | None:
     exchange = reply.exchange
     try:
         translated = translate_request(request, route.profile, model=route.upstream_model)
     except Exception as exc:
         await reply.error(exc)
-        return
+        return None
     exchange.note_upstream_request(translated.chat)
     exchange.warnings = translated.warnings
     exchange.conversions = list(translated.conversions)
@@ -136,15 +141,13 @@ async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, kee
             await keep(response)
         except Exception as exc:
             await reply.error(exc)
-            return
+            return None
         await reply.response(response)
-        return
+        return None
     translator = ChatStreamTranslator(
         request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model
     )
-    opening = route.backend.stream(translated.chat)
-    del request, translated  # an open stream needs only the translator: little memory per stream
-    await stream_through(reply, opening, translator, keep)
+    return PendingStream(route.backend.stream(translated.chat), translator, keep)
 
 
 class _Keeper:

@@ -19,20 +19,23 @@ from toolwire.translate.responses_downgrade import (
     downgrade_request,
 )
 
-from ._reply import Reply, stream_through
+from ._reply import PendingStream, Reply
 from ._routing import ResponsesRoute
 
 Keep = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-async def pass_through(reply: Reply, route: ResponsesRoute, request: ResponsesRequest, keep: Keep) -> None:
-    """Serve ``request`` (its stored history already in ``input``) from ``route``'s backend."""
+async def pass_through(
+    reply: Reply, route: ResponsesRoute, request: ResponsesRequest, keep: Keep
+) -> PendingStream | None:
+    """Answer ``request`` (its stored history already in ``input``) from ``route``'s backend,
+    or prepare its stream: None when the answer was sent."""
     exchange = reply.exchange
     try:
         downgraded = downgrade_request(request, route.capabilities, model=route.upstream_model)
     except Exception as exc:
         await reply.error(exc)
-        return
+        return None
     body = _upstream_body(downgraded)
     exchange.note_upstream_request(body)
     exchange.warnings = downgraded.warnings
@@ -48,11 +51,11 @@ async def pass_through(reply: Reply, route: ResponsesRoute, request: ResponsesRe
             await keep(response)
         except Exception as exc:
             await reply.error(exc)
-            return
+            return None
         exchange.conversions.extend(c for c in restorer.conversions if c not in exchange.conversions)
         await reply.response(response)
-        return
-    await stream_through(reply, route.backend.stream(body), restorer, keep)
+        return None
+    return PendingStream(route.backend.stream(body), restorer, keep)
 
 
 def _upstream_body(downgraded: DowngradedRequest) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def echo_request(request: ResponsesRequest) -> JSON:
     """The request parameters every Response object repeats, in Responses shape."""
     echo: JSON = {
         "instructions": request.instructions,
-        "tools": [tool.dump() for tool in request.tools or ()],
+        "tools": [tool.shared_dump() for tool in request.tools or ()],
         "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
         "parallel_tool_calls": request.parallel_tool_calls
         if request.parallel_tool_calls is not None
