@@ -232,7 +232,7 @@ def _chat_tool(tool: UpstreamTool, namespace_description: str, notes: _Notes) ->
             "type": "function",
             "function": {
                 "name": tool.upstream_name,
-                "description": _custom_tool_description(spec, namespace_description),
+                "description": custom_tool_description(spec, namespace_description),
                 "parameters": {
                     "type": "object",
                     "properties": {
@@ -261,7 +261,7 @@ def _chat_tool(tool: UpstreamTool, namespace_description: str, notes: _Notes) ->
     return None  # a server-side tool_search: reported with the hosted tools
 
 
-def _custom_tool_description(spec: CustomTool, namespace_description: str) -> str:
+def custom_tool_description(spec: CustomTool, namespace_description: str) -> str:
     """The tool's own description, how to pass raw text in ``input``, and its format."""
     tool_format = spec.format
     if isinstance(tool_format, GrammarFormat):

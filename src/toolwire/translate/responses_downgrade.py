@@ -57,7 +57,7 @@ from toolwire.protocol import (
 from toolwire.tools import CatalogEntry, ConfigurationError, ToolCatalog, ToolKind, ToolName
 
 from .custom_input import recover_custom_input
-from .request import _custom_tool_description
+from .request import custom_tool_description
 from .tool_table import UpstreamToolTable
 
 __all__ = [
@@ -280,7 +280,7 @@ class _Lowering:
                     {
                         "type": "function",
                         "name": spec.name,
-                        "description": _custom_tool_description(spec, namespace_description),
+                        "description": custom_tool_description(spec, namespace_description),
                         "parameters": _raw_input_parameters(),
                     },
                     spec.name,
