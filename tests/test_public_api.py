@@ -86,6 +86,7 @@ TOOLS_ALL = [
     "ToolSearchPayload",
     "calls_from_stream",
     "decode_call",
+    "kind_of",
 ]
 
 MODULES = [

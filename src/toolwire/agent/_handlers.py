@@ -21,9 +21,6 @@ import orjson
 
 from toolwire.protocol import (
     ContentPart,
-    CustomTool,
-    FunctionTool,
-    ToolSearchTool,
     ToolSpec,
 )
 from toolwire.tools import (
@@ -35,6 +32,7 @@ from toolwire.tools import (
     ToolKind,
     ToolName,
     ToolRouter,
+    kind_of,
 )
 
 from ._policy import Policy
@@ -64,17 +62,6 @@ class ToolOutput:
 Invocation = ToolInvocation[ToolContext]
 
 
-def kind_of_spec(spec: ToolSpec) -> ToolKind:
-    """The payload kind calls of ``spec`` carry."""
-    if isinstance(spec, FunctionTool):
-        return ToolKind.FUNCTION
-    if isinstance(spec, CustomTool):
-        return ToolKind.CUSTOM
-    if isinstance(spec, ToolSearchTool):
-        return ToolKind.TOOL_SEARCH
-    return ToolKind.HOSTED
-
-
 class ToolHandler(ABC):
     """A tool the agent can run. Subclasses set ``spec`` and implement ``handle``.
 
@@ -92,7 +79,7 @@ class ToolHandler(ABC):
 
     @property
     def kind(self) -> ToolKind:
-        return kind_of_spec(self.spec)
+        return kind_of(self.spec)
 
     def accepts(self, kind: ToolKind) -> bool:
         return kind is self.kind

@@ -4,7 +4,7 @@ Sans-I/O: it decides what a completed call item means and which handler it goes 
 executing handlers is the agent runtime's job (``toolwire.agent``).
 """
 
-from ._catalog import CatalogEntry, ToolCatalog
+from ._catalog import CatalogEntry, ToolCatalog, kind_of
 from ._errors import ConfigurationError, FatalRuntimeError, RespondToModel, ToolError
 from ._names import ToolName
 from ._payloads import (
@@ -37,4 +37,5 @@ __all__ = [
     "ToolSearchPayload",
     "calls_from_stream",
     "decode_call",
+    "kind_of",
 ]

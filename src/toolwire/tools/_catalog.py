@@ -47,6 +47,7 @@ class CatalogEntry:
 
 
 def kind_of(spec: ToolSpec) -> ToolKind:
+    """The kind of a (non-namespace) tool spec, which is the payload kind its calls carry."""
     if isinstance(spec, FunctionTool):
         return ToolKind.FUNCTION
     if isinstance(spec, CustomTool):
