@@ -11,14 +11,23 @@ import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, TypeVar
 
 from toolwire.config import GatewayConfig, UpstreamConfig
 from toolwire.errors import NotFoundError
 from toolwire.translate.profile import PRESETS, BackendProfile
 from toolwire.translate.responses_downgrade import ResponsesCapabilities
-from toolwire.upstream import ChatBackend, HttpChatBackend, MockChatBackend, RetryPolicy
-from toolwire.upstream._responses_http import HttpResponsesBackend, ResponsesBackend
+from toolwire.upstream import (
+    ChatBackend,
+    HttpChatBackend,
+    HttpResponsesBackend,
+    MockChatBackend,
+    ResponsesBackend,
+    RetryPolicy,
+)
+from toolwire.upstream._http import HttpBackend
+
+HttpBackendT = TypeVar("HttpBackendT", bound=HttpBackend)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,20 +142,18 @@ def build_router(config: GatewayConfig, *, default_model: str | None = None) -> 
 def _backend(upstream: UpstreamConfig, config: GatewayConfig) -> ChatBackend:
     if upstream.kind == "mock":
         return MockChatBackend()
-    assert upstream.base_url is not None
-    api_key = os.environ.get(upstream.api_key_env) if upstream.api_key_env else None
-    return HttpChatBackend(
-        upstream.base_url,
-        api_key=api_key,
-        timeout=config.server.upstream_timeout,
-        retry=RetryPolicy(attempts=config.server.upstream_retries),
-    )
+    return _http_backend(HttpChatBackend, upstream, config)
 
 
 def _responses_backend(upstream: UpstreamConfig, config: GatewayConfig) -> ResponsesBackend:
+    return _http_backend(HttpResponsesBackend, upstream, config)
+
+
+def _http_backend(kind: type[HttpBackendT], upstream: UpstreamConfig, config: GatewayConfig) -> HttpBackendT:
+    """An HTTP backend for ``upstream``, its key read from the environment now."""
     assert upstream.base_url is not None
     api_key = os.environ.get(upstream.api_key_env) if upstream.api_key_env else None
-    return HttpResponsesBackend(
+    return kind(
         upstream.base_url,
         api_key=api_key,
         timeout=config.server.upstream_timeout,

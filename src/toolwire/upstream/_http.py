@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import orjson
@@ -138,6 +138,32 @@ class HttpEndpoint:
                 await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise connect_error(self.display_url, exc) from exc
+
+
+class HttpBackend:
+    """What every HTTP backend shares: one ``HttpEndpoint`` at ``path``, its check, its close."""
+
+    path: ClassVar[str]
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        max_connections: int = 1000,
+    ) -> None:
+        self._endpoint = HttpEndpoint(
+            base_url, self.path, api_key=api_key, timeout=timeout, retry=retry, max_connections=max_connections
+        )
+        self.display_url = self._endpoint.display_url
+
+    async def check(self) -> None:
+        await self._endpoint.check()
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
 
 
 class SSEBatches:

@@ -18,27 +18,15 @@ import orjson
 from toolwire.protocol import TERMINAL_EVENT_TYPES, parse_event
 
 from ._base import ResponsesBackend, StreamBatches
-from ._http import HttpEndpoint, RetryPolicy
+from ._http import HttpBackend
 
 __all__ = ["HttpResponsesBackend", "ResponsesBackend"]
 
 
-class HttpResponsesBackend:
+class HttpResponsesBackend(HttpBackend):
     """``POST {base_url}/responses``; see ``HttpEndpoint`` for the connection rules."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 300.0,
-        retry: RetryPolicy | None = None,
-        max_connections: int = 1000,
-    ) -> None:
-        self._endpoint = HttpEndpoint(
-            base_url, "/responses", api_key=api_key, timeout=timeout, retry=retry, max_connections=max_connections
-        )
-        self.display_url = self._endpoint.display_url
+    path = "/responses"
 
     @asynccontextmanager
     async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
@@ -48,12 +36,6 @@ class HttpResponsesBackend:
 
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self._endpoint.post_for_json(orjson.dumps(body))
-
-    async def check(self) -> None:
-        await self._endpoint.check()
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
 
 
 def _is_terminal(event: dict[str, Any]) -> bool:
