@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -99,6 +99,7 @@ def serve(
 
     from toolwire.server._auth import is_loopback, parse_client_keys
     from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
+    from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
 
     try:
         settings = load_config(config) if config is not None else GatewayConfig()
@@ -172,19 +173,21 @@ def serve(
         )
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
-    logging.basicConfig(level=log_level.value.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(
-        "toolwire.server._factory:app_from_env",
-        factory=True,
-        host=server.host,
-        port=server.port,
-        workers=server.workers,
-        log_level=log_level.value,
-        access_log=False,
-        loop="uvloop" if sys.platform != "win32" else "asyncio",
-        http="httptools",
-        timeout_graceful_shutdown=server.shutdown_grace,  # type: ignore[arg-type]  # a float works: it goes to asyncio.wait_for
-    )
+    logging.basicConfig(level=log_level.value.upper(), format=LOG_FORMAT)
+    uvicorn_config: dict[str, Any] = {
+        "app": "toolwire.server._factory:app_from_env",
+        "factory": True,
+        "host": server.host,
+        "port": server.port,
+        "log_level": log_level.value,
+        "access_log": False,
+        "loop": "uvloop" if sys.platform != "win32" else "asyncio",
+        "http": "httptools",
+        "timeout_graceful_shutdown": server.shutdown_grace,  # a float works: it goes to asyncio.wait_for
+    }
+    if server.workers > 1 and reuse_port_supported():
+        raise typer.Exit(run_workers(uvicorn_config, server.workers, log_level.value))
+    uvicorn.run(**uvicorn_config, workers=server.workers)
 
 
 def _register_commands() -> None:

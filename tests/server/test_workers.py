@@ -1,0 +1,155 @@
+"""``toolwire serve --workers N``: every worker gets its share of connections, and they stop together.
+
+Real processes on loopback: the gateway's supervisor and its workers, a scripted
+upstream, keep-alive clients. Which worker holds a connection is read from ``/proc``
+(the socket inodes each worker has open, matched against ``/proc/net/tcp``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, Text
+from tests.support.gateway import GatewayProcess
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; SO_REUSEPORT workers are Linux only")
+
+CONNECTIONS = 24
+BODY = orjson.dumps({"model": "m", "input": "hi", "stream": True})
+
+
+@pytest.fixture
+def upstream() -> Iterator[ChatUpstream]:
+    with ChatUpstream() as server:
+        server.responder = lambda request: Text("hello")
+        yield server
+
+
+def workers_of(pid: int) -> list[int]:
+    """The worker processes under the supervisor ``pid`` (not multiprocessing's resource tracker)."""
+    found = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"resource_tracker" not in command:
+            found.append(int(child))
+    return found
+
+
+def sockets_on(port: int, state: str) -> set[str]:
+    """Socket inodes in ``state`` (01 established, 0A listening) whose local port is ``port``."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rsplit(":", 1)[1], 16)
+        if local_port == port and fields[3] == state:
+            inodes.add(fields[9])
+    return inodes
+
+
+def socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return inodes
+
+
+def stream_once(connection: http.client.HTTPConnection) -> bytes:
+    connection.request("POST", "/v1/responses", BODY, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    assert response.status == 200
+    return response.read()
+
+
+def wait_for_workers(gateway: GatewayProcess, count: int) -> list[int]:
+    """The workers' pids, once ``count`` of them listen on the gateway's port."""
+    assert gateway.process is not None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        workers = workers_of(gateway.process.pid)
+        if len(workers) == count and len(sockets_on(gateway.port, "0A")) == count:
+            return workers
+        time.sleep(0.05)
+    raise AssertionError(f"{count} workers did not start listening")
+
+
+def test_connections_spread_over_every_worker(upstream: ChatUpstream, tmp_path: Path) -> None:
+    with GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--workers", "2") as gateway:
+        workers = wait_for_workers(gateway, 2)
+        connections = [http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=20) for _ in range(CONNECTIONS)]
+        try:
+            for connection in connections:
+                assert b"response.completed" in stream_once(connection)
+            held = sockets_on(gateway.port, "01")
+            shares = {worker: len(socket_inodes(worker) & held) for worker in workers}
+        finally:
+            for connection in connections:
+                connection.close()
+        assert sum(shares.values()) == CONNECTIONS, shares
+        # The kernel hashes connections over the workers' sockets: each gets a fair share
+        # (fewer than 4 of 24 on one side happens with probability ~1e-4 by chance).
+        assert min(shares.values()) >= 4, shares
+        # Each worker logs its own exchanges.
+        assert gateway.log().count('"outcome":"completed"') == CONNECTIONS
+
+
+def test_sigterm_stops_every_worker(upstream: ChatUpstream, tmp_path: Path) -> None:
+    gateway = GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--workers", "2").start()
+    assert gateway.process is not None
+    process = gateway.process
+    workers = wait_for_workers(gateway, 2)
+    connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=20)
+    assert b"response.completed" in stream_once(connection)
+    connection.close()
+    process.terminate()
+    assert process.wait(timeout=20) == 0
+    for worker in workers:
+        assert not Path(f"/proc/{worker}").exists() or "Z" in Path(f"/proc/{worker}/stat").read_text().split()[2]
+
+
+def test_a_taken_port_is_a_clear_error(upstream: ChatUpstream, tmp_path: Path) -> None:
+    with GatewayProcess(upstream.base_url, tmp_path / "first.log", "--workers", "2") as first:
+        args = [
+            sys.executable, "-m", "toolwire", "serve", "--upstream", upstream.base_url,
+            "--host", "127.0.0.1", "--port", str(first.port), "--workers", "2", "--store", "none",
+        ]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 1
+        assert f"cannot listen on 127.0.0.1:{first.port}" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_worker_that_dies_is_replaced(upstream: ChatUpstream, tmp_path: Path) -> None:
+    with GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--workers", "2") as gateway:
+        assert gateway.process is not None
+        workers = wait_for_workers(gateway, 2)
+        time.sleep(5.5)  # past the start-up window, in which a death stops the gateway
+        os.kill(workers[0], 9)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            now = workers_of(gateway.process.pid)
+            if len(now) == 2 and workers[0] not in now:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"no new worker: {workers_of(gateway.process.pid)}")
+        assert "starting another" in gateway.log()
+        connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=20)
+        assert b"response.completed" in stream_once(connection)
+        connection.close()
