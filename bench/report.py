@@ -44,8 +44,31 @@ def _row(cells: list[Any]) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
-def _case(results: dict[str, Any], body: str, connections: int) -> dict[str, Any]:
-    return next(c for c in results["load"] if c["body"] == body and c["connections"] == connections)
+WRITES = {
+    "event": "upstream streams event by event",
+    "answer": "upstream writes each answer at once",
+}
+"""How the canned upstream wrote its answers (``bench.run.UPSTREAM_WRITES``), as table labels."""
+
+
+def _case(results: dict[str, Any], body: str, connections: int, writes: str) -> dict[str, Any]:
+    return next(
+        c for c in results["load"]
+        if c["body"] == body and c["connections"] == connections and c["writes"] == writes
+    )
+
+
+def _process(comparison: dict[str, Any]) -> str:
+    """The name the gateway's CPU figures are kept under (``bench.run`` watch names)."""
+    return f"toolwire-w{comparison['workers']}" if "workers" in comparison else "toolwire"
+
+
+def _comparisons(case: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(gateway label, comparison) for the one-worker gateway and the scaled one, if run."""
+    out = [("toolwire", case)]
+    if "scaled" in case:
+        out.append((f"toolwire --workers {case['scaled']['workers']}", case["scaled"]))
+    return out
 
 
 def render(results: dict[str, Any]) -> str:
@@ -81,7 +104,14 @@ def render(results: dict[str, Any]) -> str:
         f"{settings['warmup_s']:g} s of warm-up per target and case. Gateway: "
         f"`python {' '.join(settings['gateway_command'])} --upstream URL --host 127.0.0.1 --port PORT"
         f"{' ' + ' '.join(settings['gateway_flags']) if settings['gateway_flags'] else ''}` (its defaults: one "
-        "worker process)." + (" **Quick smoke run: not a measurement.**" if settings["quick"] else "")
+        "worker process)"
+        + (f"; at 16 connections also the same with `--workers {settings['scale_workers']}`"
+           if settings.get("scale_workers") else "")
+        + ". The canned upstream is one process on one core; it answers each request with a role chunk, 40 text "
+        "chunks, a `finish_reason` chunk, a usage chunk and `data: [DONE]`, either writing each SSE event on its "
+        "own, as a model server streams tokens (*streams event by event*), or writing the whole answer at once, "
+        "the cheapest upstream there can be (*writes each answer at once*). Both are measured."
+        + (" **Quick smoke run: not a measurement.**" if settings["quick"] else "")
     )
     add("")
 
@@ -90,13 +120,16 @@ def render(results: dict[str, Any]) -> str:
     add("")
     add(_row(["figure", *[short[n] for n in names], "target", "verdict"]))
     add(_row(["---", *["---:" for _ in names], "---:", "---"]))
-    added = [_case(results, n, 1)["added_p50_ms"] for n in names]
-    add(_row(["added p50 latency, 1 connection", *[_signed_ms(v) for v in added],
-              f"≤ {targets['added_p50_ms']:g} ms", _verdict(all(v <= targets["added_p50_ms"] for v in added))]))
-    ratios = [_case(results, n, 16)["throughput_ratio"] for n in names]
-    add(_row(["throughput at 16 connections, toolwire ÷ direct", *[_pct(v) for v in ratios],
-              f"≥ {100 * targets['throughput_ratio']:g} %",
-              _verdict(all(v >= targets["throughput_ratio"] for v in ratios))]))
+    writes_run = [w for w in WRITES if any(c["writes"] == w for c in results["load"])]
+    for writes in writes_run:
+        added = [_case(results, n, 1, writes)["added_p50_ms"] for n in names]
+        add(_row([f"added p50 latency, 1 connection ({WRITES[writes]})", *[_signed_ms(v) for v in added],
+                  f"≤ {targets['added_p50_ms']:g} ms", _verdict(all(v <= targets["added_p50_ms"] for v in added))]))
+        for label, _ in _comparisons(_case(results, names[0], 16, writes)):
+            ratios = [dict(_comparisons(_case(results, n, 16, writes)))[label]["throughput_ratio"] for n in names]
+            add(_row([f"throughput at 16 connections, {label} ÷ direct ({WRITES[writes]})",
+                      *[_pct(v) for v in ratios], f"≥ {100 * targets['throughput_ratio']:g} %",
+                      _verdict(all(v >= targets["throughput_ratio"] for v in ratios))]))
     memory = results["memory"]
     rss = memory["with_streams_mb"]
     add(_row([f"gateway RSS with {memory['streams']} open streams (half of each body)",
@@ -104,13 +137,17 @@ def render(results: dict[str, Any]) -> str:
               f"≤ {targets['rss_mb']:g} MB" + ("" if memory["streams"] >= 500 else " (at 500)"),
               _verdict(rss <= targets["rss_mb"]) + ("" if memory["streams"] >= 500 else " (fewer streams)")]))
     add("")
-    for n in names:
-        c1, c16 = _case(results, n, 1), _case(results, n, 16)
-        add(
-            f"- {labels[n]}: direct {c1['direct']['rps']:.0f} / toolwire {c1['toolwire']['rps']:.0f} req/s at 1 "
-            f"connection (p50 {_ms(c1['direct']['p50_ms'])} / {_ms(c1['toolwire']['p50_ms'])}); "
-            f"direct {c16['direct']['rps']:.0f} / toolwire {c16['toolwire']['rps']:.0f} req/s at 16."
-        )
+    for writes in writes_run:
+        for n in names:
+            c1, c16 = _case(results, n, 1, writes), _case(results, n, 16, writes)
+            scaled = (f", toolwire --workers {c16['scaled']['workers']} {c16['scaled']['toolwire']['rps']:.0f}"
+                      if "scaled" in c16 else "")
+            add(
+                f"- {labels[n]}, {WRITES[writes]}: direct {c1['direct']['rps']:.0f} / toolwire "
+                f"{c1['toolwire']['rps']:.0f} req/s at 1 connection (p50 {_ms(c1['direct']['p50_ms'])} / "
+                f"{_ms(c1['toolwire']['p50_ms'])}); direct {c16['direct']['rps']:.0f} / toolwire "
+                f"{c16['toolwire']['rps']:.0f}{scaled} req/s at 16."
+            )
     add("")
     add(ANCHOR)
     add("")
@@ -124,47 +161,52 @@ def render(results: dict[str, Any]) -> str:
         "checked (status 200 and the stream's end: `data: [DONE]` / `response.completed`); `errors` counts "
         "socket errors, timeouts and failed checks. CPU: % of one core used during the run, per process.")
     add("")
-    add(_row(["body", "connections", "path", "requests/s", "p50", "p90", "p99", "errors",
+    add(_row(["upstream", "body", "connections", "path", "requests/s", "p50", "p90", "p99", "errors",
               "CPU wrk / upstream / toolwire"]))
-    add(_row(["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    add(_row(["---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
     for case in results["load"]:
-        for target in ("direct", "toolwire"):
-            figures = case[target]
+        rows = [("direct", case["direct"], None)]
+        rows += [(label, comparison["toolwire"], _process(comparison)) for label, comparison in _comparisons(case)]
+        for path, figures, process in rows:
             cpu = figures["cpu"]
+            gateway_cpu = cpu.get(process, 0) if process else 0
             add(_row([
-                short[case["body"]], case["connections"], target, f"{figures['rps']:.0f}",
-                _ms(figures["p50_ms"]), _ms(figures["p90_ms"]), _ms(figures["p99_ms"]), figures["errors"],
-                f"{cpu.get('wrk', 0):.0f} % / {cpu.get('upstream', 0):.0f} % / {cpu.get('toolwire', 0):.0f} %",
+                WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{path}`",
+                f"{figures['rps']:.0f}", _ms(figures["p50_ms"]), _ms(figures["p90_ms"]), _ms(figures["p99_ms"]),
+                figures["errors"],
+                f"{cpu.get('wrk', 0):.0f} % / {cpu.get('upstream', 0):.0f} % / {gateway_cpu:.0f} %",
             ]))
     add("")
-
     add("## Ratios")
     add("")
     add("toolwire ÷ direct, from the runs above (medians); per pair: each direct run and the toolwire run "
         "right after or before it.")
     add("")
-    add(_row(["body", "connections", "throughput toolwire ÷ direct", "added p50", "added p99",
+    add(_row(["upstream", "body", "connections", "gateway", "throughput ÷ direct", "added p50", "added p99",
               "per-pair throughput ratios", "per-pair added p50"]))
-    add(_row(["---", "---:", "---:", "---:", "---:", "---", "---"]))
+    add(_row(["---", "---", "---:", "---", "---:", "---:", "---:", "---", "---"]))
     for case in results["load"]:
-        add(_row([
-            short[case["body"]], case["connections"], _pct(case["throughput_ratio"]),
-            _signed_ms(case["added_p50_ms"]), _signed_ms(case["added_p99_ms"]),
-            ", ".join(_pct(v) for v in case["pair_ratios"]),
-            ", ".join(_signed_ms(v) for v in case["pair_added_p50_ms"]),
-        ]))
+        for label, comparison in _comparisons(case):
+            add(_row([
+                WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{label}`",
+                _pct(comparison["throughput_ratio"]), _signed_ms(comparison["added_p50_ms"]),
+                _signed_ms(comparison["added_p99_ms"]),
+                ", ".join(_pct(v) for v in comparison["pair_ratios"]),
+                ", ".join(_signed_ms(v) for v in comparison["pair_added_p50_ms"]),
+            ]))
     add("")
     add("CPU time per request, which depends little on what else the machine is running: the upstream's in "
-        "the direct runs, toolwire's in the toolwire runs (its upstream adds the direct figure again). "
-        "Their ratio is the throughput ratio the two would reach with one dedicated core each.")
+        "the direct runs, toolwire's in the toolwire runs (all its processes; its upstream adds the direct "
+        "figure again). Their ratio is the throughput ratio the two would reach with one dedicated core each.")
     add("")
-    add(_row(["body", "connections", "upstream CPU per request (direct)", "toolwire CPU per request",
-              "upstream ÷ toolwire"]))
-    add(_row(["---", "---:", "---:", "---:", "---:"]))
+    add(_row(["upstream", "body", "connections", "gateway", "upstream CPU per request (direct)",
+              "toolwire CPU per request", "upstream ÷ toolwire"]))
+    add(_row(["---", "---", "---:", "---", "---:", "---:", "---:"]))
     for case in results["load"]:
-        up, tw = case["upstream_cpu_us"], case["toolwire_cpu_us"]
-        add(_row([short[case["body"]], case["connections"], f"{up:.0f} µs", f"{tw:.0f} µs",
-                  _pct(up / tw) if tw else "-"]))
+        for label, comparison in _comparisons(case):
+            up, tw = comparison["upstream_cpu_us"], comparison["toolwire_cpu_us"]
+            add(_row([WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{label}`",
+                      f"{up:.0f} µs", f"{tw:.0f} µs", _pct(up / tw) if tw else "-"]))
     add("")
 
     # ------------------------------------------------------------------ core
@@ -226,19 +268,20 @@ def render(results: dict[str, Any]) -> str:
     # ------------------------------------------------------------------ load generator
     add("## Is the load generator the bottleneck?")
     add("")
-    for n in names:
-        c16 = _case(results, n, 16)
-        direct, through = c16["direct"], c16["toolwire"]
-        factor = direct["rps"] / through["rps"] if through["rps"] else float("inf")
-        add(
-            f"- {short[n]}, 16 connections: the same single wrk thread drove the direct upstream at "
-            f"{direct['rps']:.0f} req/s ({factor:.1f}x toolwire's {through['rps']:.0f}), using "
-            f"{direct['cpu'].get('wrk', 0):.0f} % of a core. Through toolwire, wrk used "
-            f"{through['cpu'].get('wrk', 0):.0f} % and the upstream {through['cpu'].get('upstream', 0):.0f} %, "
-            f"while toolwire used {through['cpu'].get('toolwire', 0):.0f} %."
-        )
+    for writes in writes_run:
+        for n in names:
+            c16 = _case(results, n, 16, writes)
+            direct, through = c16["direct"], c16["toolwire"]
+            factor = direct["rps"] / through["rps"] if through["rps"] else float("inf")
+            add(
+                f"- {short[n]}, {WRITES[writes]}, 16 connections: the same single wrk thread drove the direct "
+                f"upstream at {direct['rps']:.0f} req/s ({factor:.1f}x toolwire's {through['rps']:.0f}), using "
+                f"{direct['cpu'].get('wrk', 0):.0f} % of a core. Through toolwire, wrk used "
+                f"{through['cpu'].get('wrk', 0):.0f} % and the upstream {through['cpu'].get('upstream', 0):.0f} %, "
+                f"while toolwire used {through['cpu'].get('toolwire', 0):.0f} %."
+            )
     add("")
-    busiest = min(_case(results, n, 16)["toolwire"]["cpu"].get("toolwire", 0) for n in names)
+    busiest = min(_case(results, n, 16, w)["toolwire"]["cpu"].get("toolwire", 0) for n in names for w in writes_run)
     if busiest >= 80:
         add("wrk and the upstream have headroom during the toolwire runs; the gateway process is the one at (or "
             "near) a full core, so the toolwire figures measure toolwire.")
@@ -270,9 +313,8 @@ def render(results: dict[str, Any]) -> str:
     flags = settings.get("upstream_flags", [])
     reply = ("one tool call whose arguments arrive in 40 chunks" if "tool" in flags
              else "40 text chunks")
-    writes = "each SSE event written separately" if "--write-per-event" in flags else "written at once"
     add(f"The canned upstream's answer (both paths): a role chunk, {reply}, a `finish_reason` chunk, a usage "
-        f"chunk and `data: [DONE]`, {writes} (`python -m bench.upstream {' '.join(flags)}`; see "
+        f"chunk and `data: [DONE]` (`python -m bench.upstream {' '.join(flags)} [--write-per-event]`; see "
         "`python -m bench.upstream --help`).")
     add("")
 

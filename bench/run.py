@@ -8,7 +8,11 @@ One run measures, side by side on the same machine:
 2. with ``wrk``: the canned upstream directly (the Chat body toolwire would send) and the
    same upstream through a real ``toolwire serve`` (the Codex body), for each body at 1
    and 16 connections; each pair back to back, ``--repeat`` times with the order
-   alternating, medians reported; ratios come from these pairs;
+   alternating, medians reported; ratios come from these pairs. At 16 connections a
+   second gateway with ``--workers N`` (``--scale-workers``, default: the CPU count)
+   runs too. All of it twice: with an upstream that writes each SSE event as it goes
+   (as a model server streams) and with one that writes each answer at once
+   (``--upstream-writes``);
 3. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
    the upstream in ``--hold`` mode);
 4. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
@@ -20,6 +24,7 @@ Scratch files (bodies, Lua scripts, logs, raw wrk output, results.json, profiles
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -40,6 +45,11 @@ from .report import render
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = (1, 16)
+UPSTREAM_WRITES = {
+    # How the canned upstream writes its answer, and the upstream flags for it.
+    "event": ["--write-per-event"],  # each SSE event on its own, as a model server streams
+    "answer": [],  # the whole answer at once: the cheapest upstream there can be
+}
 
 TARGETS = {
     "added_p50_ms": 1.0,  # at most, at one connection
@@ -166,11 +176,17 @@ def load_runs(
     args: argparse.Namespace,
     work: Path,
     bodies: list[Body],
-    chats: dict[str, bytes],
+    writes: str,
     upstream: procs.Service,
-    gateway: procs.Service,
+    gateways: dict[str, procs.Service],
 ) -> list[dict[str, Any]]:
-    watch = {"upstream": upstream.pid, "toolwire": gateway.pid}
+    """Every body at 1 and 16 connections against ``upstream`` (answers written per ``writes``).
+
+    ``gateways`` maps target names to running gateways: ``toolwire`` (measured at both
+    connection counts) and optionally ``toolwire-wN`` (N workers, at 16 connections).
+    """
+    watch = {"upstream": upstream.pid, **{name: gateway.pid for name, gateway in gateways.items()}}
+    scaled = [name for name in gateways if name != "toolwire"]
     results = []
     for body in bodies:
         body_path = work / "bodies" / f"{body.name}.json"
@@ -183,49 +199,59 @@ def load_runs(
             work / f"toolwire-{body.name}.lua", body_path,
             {**body.headers, "Content-Type": "application/json"}, wrk.GATEWAY_MARKER,
         )
-        targets = {
+        all_targets = {
             "direct": (upstream.url + "/v1/chat/completions", direct_script),
-            "toolwire": (gateway.url + "/v1/responses", gateway_script),
+            **{name: (gateway.url + "/v1/responses", gateway_script) for name, gateway in gateways.items()},
         }
         for connections in CONNECTIONS:
+            names = ["direct", "toolwire", *(scaled if connections > 1 else [])]
+            targets = {name: all_targets[name] for name in names}
             if args.warmup > 0:
                 for name, (url, script) in targets.items():
                     wrk.run(url, script, target=name, connections=connections, duration=max(1, round(args.warmup)),
-                            output_path=work / "wrk" / f"warmup-{body.name}-{name}-c{connections}.txt")
-            runs: dict[str, list[wrk.WrkResult]] = {"direct": [], "toolwire": []}
+                            output_path=work / "wrk" / f"warmup-{writes}-{body.name}-{name}-c{connections}.txt")
+            runs: dict[str, list[wrk.WrkResult]] = {name: [] for name in names}
             for repeat in range(args.repeat):
-                order = ["direct", "toolwire"] if repeat % 2 == 0 else ["toolwire", "direct"]
+                order = names if repeat % 2 == 0 else names[::-1]
                 for name in order:
                     url, script = targets[name]
                     result = wrk.run(
                         url, script, target=name, connections=connections, duration=args.duration,
-                        output_path=work / "wrk" / f"{body.name}-{name}-c{connections}-r{repeat}.txt",
+                        output_path=work / "wrk" / f"{writes}-{body.name}-{name}-c{connections}-r{repeat}.txt",
                         watch=watch, cpu_seconds=procs.cpu_seconds,
                     )
                     runs[name].append(result)
                     log(
-                        f"{body.name} c={connections} {name:8s} #{repeat + 1}: {result.rps:8.0f} req/s, "
+                        f"{writes} {body.name} c={connections} {name:11s} #{repeat + 1}: {result.rps:8.0f} req/s, "
                         f"p50 {result.p50_ms:.3f} ms, p99 {result.p99_ms:.3f} ms, errors {result.errors}, "
-                        + ", ".join(f"{k} {v:.0f}%" for k, v in result.cpu.items())
+                        + ", ".join(f"{k} {v:.0f}%" for k, v in result.cpu.items() if k in ("wrk", "upstream", name))
                     )
-            direct, through = _median_result(runs["direct"]), _median_result(runs["toolwire"])
-            pairs = list(zip(runs["direct"], runs["toolwire"], strict=True))
-            results.append({
-                "body": body.name,
-                "connections": connections,
-                "direct": direct,
-                "toolwire": through,
-                "throughput_ratio": through["rps"] / direct["rps"] if direct["rps"] else 0.0,
-                "added_p50_ms": through["p50_ms"] - direct["p50_ms"],
-                "added_p99_ms": through["p99_ms"] - direct["p99_ms"],
-                # CPU time per request hardly depends on what else runs on the machine:
-                "upstream_cpu_us": direct["cpu_us_per_request"]["upstream"],
-                "toolwire_cpu_us": through["cpu_us_per_request"]["toolwire"],
-                "pair_ratios": [t.rps / d.rps if d.rps else 0.0 for d, t in pairs],
-                "pair_added_p50_ms": [t.p50_ms - d.p50_ms for d, t in pairs],
-                "raw": [run.as_dict() for run in runs["direct"] + runs["toolwire"]],
-            })
+            case = {"writes": writes, "body": body.name, "connections": connections,
+                    **_comparison(runs["direct"], runs["toolwire"], "toolwire")}
+            for name in scaled if connections > 1 else []:
+                case["scaled"] = {"workers": int(name.rsplit("-w", 1)[1]),
+                                  **_comparison(runs["direct"], runs[name], name)}
+            results.append(case)
     return results
+
+
+def _comparison(direct_runs: list[wrk.WrkResult], gateway_runs: list[wrk.WrkResult], name: str) -> dict[str, Any]:
+    """The gateway's runs against the direct runs they were paired with."""
+    direct, through = _median_result(direct_runs), _median_result(gateway_runs)
+    pairs = list(zip(direct_runs, gateway_runs, strict=True))
+    return {
+        "direct": direct,
+        "toolwire": through,
+        "throughput_ratio": through["rps"] / direct["rps"] if direct["rps"] else 0.0,
+        "added_p50_ms": through["p50_ms"] - direct["p50_ms"],
+        "added_p99_ms": through["p99_ms"] - direct["p99_ms"],
+        # CPU time per request hardly depends on what else runs on the machine:
+        "upstream_cpu_us": direct["cpu_us_per_request"]["upstream"],
+        "toolwire_cpu_us": through["cpu_us_per_request"][name],
+        "pair_ratios": [t.rps / d.rps if d.rps else 0.0 for d, t in pairs],
+        "pair_added_p50_ms": [t.p50_ms - d.p50_ms for d, t in pairs],
+        "raw": [run.as_dict() for run in direct_runs + gateway_runs],
+    }
 
 
 # --------------------------------------------------------------------------- memory
@@ -299,8 +325,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=None, help="pass --workers N to toolwire (default: its own)")
     parser.add_argument("--reply", choices=("text", "tool"), default="text",
                         help="the canned upstream's answer under load: 40 text chunks, or a tool call in 40 chunks")
-    parser.add_argument("--upstream-write-per-event", action="store_true",
-                        help="the canned upstream writes each SSE event separately (default: each answer at once)")
+    parser.add_argument("--upstream-writes", default="event,answer",
+                        help="how the canned upstream writes its answers, comma-separated, each measured in turn: "
+                             "event (each SSE event on its own, as a model server streams) and/or answer (all at "
+                             "once) [event,answer]")
+    parser.add_argument("--scale-workers", type=int, default=None,
+                        help="also run a gateway with --workers N at 16 connections; 0: don't [the CPU count]")
     parser.add_argument("--profile", action="store_true", help="also profile the gateway with py-spy")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS.md")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out")
@@ -310,7 +340,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.warmup = args.warmup if args.warmup is not None else (0.0 if args.quick else 2.0)
     args.streams = args.streams if args.streams is not None else (100 if args.quick else 500)
     args.gateway_flag = ["--workers", str(args.workers)] if args.workers else []
-    args.upstream_flags = ["--reply", args.reply] + (["--write-per-event"] if args.upstream_write_per_event else [])
+    args.upstream_writes = [w.strip() for w in args.upstream_writes.split(",") if w.strip()]
+    unknown = [w for w in args.upstream_writes if w not in UPSTREAM_WRITES]
+    if unknown or not args.upstream_writes:
+        parser.error(f"--upstream-writes takes {' and/or '.join(UPSTREAM_WRITES)}, comma-separated")
+    cpus = os.cpu_count() or 1
+    args.scale_workers = args.scale_workers if args.scale_workers is not None else (cpus if cpus > 1 else 0)
+    args.upstream_flags = ["--reply", args.reply]
     return args
 
 
@@ -339,16 +375,33 @@ def main(argv: list[str] | None = None) -> None:
 
     logs = work / "logs"
     raise_fd_limit(1024)
-    with procs.upstream_service(logs, *args.upstream_flags) as upstream, \
-            procs.gateway_service(upstream.url + "/v1", logs, *args.gateway_flag) as gateway:
-        log(f"upstream pid {upstream.pid} on {upstream.url}; toolwire pid {gateway.pid} on {gateway.url}")
-        checks = {body.name: check_exchange(gateway.url, upstream.url, body, chats[body.name]) for body in bodies}
-        load = load_runs(args, work, bodies, chats, upstream, gateway)
-        gateway_after_load = {
-            "rss_mb": procs.memory_kib(gateway.pid) / 1024,
-            "peak_mb": procs.memory_kib(gateway.pid, "VmHWM") / 1024,
-        }
-        profiles = profile_runs(args, work, bodies, gateway) if args.profile else []
+    load: list[dict[str, Any]] = []
+    checks: dict[str, dict[str, Any]] = {}
+    profiles: list[dict[str, Any]] = []
+    gateway_after_load: dict[str, float] = {}
+    for writes in args.upstream_writes:
+        upstream_flags = [*args.upstream_flags, *UPSTREAM_WRITES[writes]]
+        with contextlib.ExitStack() as services:
+            upstream = services.enter_context(procs.upstream_service(logs, *upstream_flags, name=f"upstream-{writes}"))
+            gateways = {"toolwire": services.enter_context(
+                procs.gateway_service(upstream.url + "/v1", logs, *args.gateway_flag, name=f"gateway-{writes}"))}
+            if args.scale_workers:
+                name = f"toolwire-w{args.scale_workers}"
+                gateways[name] = services.enter_context(procs.gateway_service(
+                    upstream.url + "/v1", logs, "--workers", str(args.scale_workers), name=f"gateway-{writes}-{name}"))
+            log(f"upstream ({writes}) pid {upstream.pid} on {upstream.url}; "
+                + "; ".join(f"{name} pid {g.pid} on {g.url}" for name, g in gateways.items()))
+            for gateway in gateways.values():
+                checked = {body.name: check_exchange(gateway.url, upstream.url, body, chats[body.name]) for body in bodies}
+                checks = checks or checked
+            load += load_runs(args, work, bodies, writes, upstream, gateways)
+            if not gateway_after_load:
+                gateway = gateways["toolwire"]
+                gateway_after_load = {
+                    "rss_mb": procs.memory_kib(gateway.pid) / 1024,
+                    "peak_mb": procs.memory_kib(gateway.pid, "VmHWM") / 1024,
+                }
+                profiles = profile_runs(args, work, bodies, gateway) if args.profile else []
 
     log(f"memory with {args.streams} open streams")
     memory = memory_run(args, work, bodies)
@@ -363,6 +416,7 @@ def main(argv: list[str] | None = None) -> None:
             "duration_s": args.duration, "repeat": args.repeat, "warmup_s": args.warmup,
             "streams": args.streams, "quick": args.quick, "gateway_command": procs.gateway_command()[1:],
             "gateway_flags": args.gateway_flag, "upstream_flags": args.upstream_flags,
+            "upstream_writes": args.upstream_writes, "scale_workers": args.scale_workers,
         },
         "machine": machine,
         "targets": TARGETS,

@@ -27,30 +27,44 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
     )
     out = tmp_path / "RESULTS.md"
     work = tmp_path / "out"
-    command = [sys.executable, "-m", "bench.run", "--quick", "--duration", "1", "--out", str(out),
-               "--work-dir", str(work)]
+    command = [sys.executable, "-m", "bench.run", "--quick", "--duration", "1", "--scale-workers", "2",
+               "--out", str(out), "--work-dir", str(work)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, f"bench.run failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
     report = out.read_text()
     for section in SECTIONS:
         assert section in report, f"missing section {section!r}"
-    assert "python -m bench.run --quick --duration 1" in report
-    assert re.search(rf"\| added p50 latency, 1 connection \| {NUMBER} ms \| {NUMBER} ms \|", report.replace("+", ""))
-    assert re.search(rf"\| throughput at 16 connections, toolwire ÷ direct \| {NUMBER} % \| {NUMBER} % \|", report)
+    assert "python -m bench.run --quick --duration 1 --scale-workers 2" in report
+    for writes in ("streams event by event", "writes each answer at once"):
+        assert re.search(
+            rf"\| added p50 latency, 1 connection \(upstream {writes}\) \| {NUMBER} ms \| {NUMBER} ms \|",
+            report.replace("+", ""),
+        )
+        for gateway in ("toolwire", "toolwire --workers 2"):
+            assert re.search(
+                rf"\| throughput at 16 connections, {gateway} ÷ direct \(upstream {writes}\) "
+                rf"\| {NUMBER} % \| {NUMBER} % \|",
+                report,
+            ), (gateway, writes)
     assert re.search(rf"\| gateway RSS with \d+ open streams[^|]*\| {NUMBER} MB \|", report)
     assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
 
     results = json.loads((work / "results.json").read_text())
     assert {case["body"] for case in results["load"]} == {"v1", "v2"}
     assert {case["connections"] for case in results["load"]} == {1, 16}
+    assert {case["writes"] for case in results["load"]} == {"event", "answer"}
     for case in results["load"]:
-        for target in ("direct", "toolwire"):
-            figures = case[target]
-            assert figures["requests"] > 0, (case["body"], case["connections"], target)
-            assert figures["errors"] == 0, (case["body"], case["connections"], target, case["raw"])
-            assert figures["p50_ms"] > 0 and figures["p99_ms"] >= figures["p50_ms"]
-        assert case["throughput_ratio"] > 0
+        comparisons = [case, *([case["scaled"]] if "scaled" in case else [])]
+        assert len(comparisons) == (2 if case["connections"] == 16 else 1), case.keys()
+        for comparison in comparisons:
+            for target in ("direct", "toolwire"):
+                figures = comparison[target]
+                where = (case["writes"], case["body"], case["connections"], target)
+                assert figures["requests"] > 0, where
+                assert figures["errors"] == 0, (where, comparison["raw"])
+                assert figures["p50_ms"] > 0 and figures["p99_ms"] >= figures["p50_ms"]
+            assert comparison["throughput_ratio"] > 0
     for body in results["bodies"]:
         assert body["gateway_text_deltas"] == 40, body
     for row in results["core"]["requests"]:
