@@ -165,7 +165,7 @@ def render(results: dict[str, Any]) -> str:
               "CPU wrk / upstream / toolwire"]))
     add(_row(["---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
     for case in results["load"]:
-        rows = [("direct", case["direct"], None)]
+        rows: list[tuple[str, dict[str, Any], str | None]] = [("direct", case["direct"], None)]
         rows += [(label, comparison["toolwire"], _process(comparison)) for label, comparison in _comparisons(case)]
         for path, figures, process in rows:
             cpu = figures["cpu"]
