@@ -8,7 +8,15 @@ import orjson
 import pytest
 
 from toolwire.errors import RequestError
-from toolwire.protocol import CustomTool, FunctionTool, HostedTool, ToolSearchTool, parse_request
+from toolwire.protocol import (
+    CustomTool,
+    FunctionTool,
+    HostedTool,
+    ResponsesRequest,
+    ToolSearchTool,
+    parse_request,
+)
+from toolwire.protocol._tool_cache import TOOL_LISTS
 from toolwire.tools import CatalogEntry, ConfigurationError, ToolCatalog, ToolKind, ToolName
 
 EXEC_COMMAND = {"type": "function", "name": "exec_command", "parameters": {"type": "object"}}
@@ -183,3 +191,114 @@ def test_invalid_body_is_a_request_error() -> None:
     with pytest.raises(RequestError) as caught:
         ToolCatalog.from_request(b'{"model": "m", "tools": [{"type": "custom"}]}')
     assert caught.value.param == "tools[0].name"
+
+
+# ---------------------------------------------------------------- shared between requests
+
+
+def parsed(*, tools: list[dict[str, Any]] | None = None, input: list[Any] | None = None) -> ToolCatalog:
+    """The catalog of a body sent as JSON, the way the gateway gets it."""
+    body: dict[str, Any] = {"model": "m", "input": input or []}
+    if tools is not None:
+        body["tools"] = tools
+    return ToolCatalog.from_request(parse_request(orjson.dumps(body)))
+
+
+CODEX_V2_INPUT: list[Any] = [
+    {"type": "additional_tools", "role": "developer", "tools": [namespace("functions", EXEC_COMMAND, APPLY_PATCH), WEB_SEARCH]},
+    {"role": "user", "content": "hi"},
+]
+
+
+def test_the_same_declared_tools_are_the_same_catalog() -> None:
+    first = parsed(tools=[TOOL_SEARCH], input=CODEX_V2_INPUT)
+    assert parsed(tools=[TOOL_SEARCH], input=CODEX_V2_INPUT) is first
+    assert parsed(tools=[TOOL_SEARCH], input=[*CODEX_V2_INPUT, {"role": "user", "content": "more"}]) is first
+    assert [(str(entry.tool_name), entry.source) for entry in first] == [
+        ("tool_search", "tools[0]"),
+        ("functions.exec_command", "input[0].tools[0].tools[0]"),
+        ("functions.apply_patch", "input[0].tools[0].tools[1]"),
+        ("web_search", "input[0].tools[1]"),
+    ]
+
+
+def test_the_same_tools_at_another_place_are_another_catalog_with_its_sources() -> None:
+    first = parsed(input=CODEX_V2_INPUT)
+    moved = parsed(input=[{"role": "user", "content": "first"}, *CODEX_V2_INPUT])
+    assert moved is not first
+    assert [entry.source for entry in moved] == [
+        "input[1].tools[0].tools[0]",
+        "input[1].tools[0].tools[1]",
+        "input[1].tools[1]",
+    ]
+    assert all(a.spec is b.spec for a, b in zip(first, moved, strict=True))
+
+
+def test_changed_tools_are_another_catalog() -> None:
+    first = parsed(tools=[EXEC_COMMAND, APPLY_PATCH])
+    changed = parsed(tools=[EXEC_COMMAND, APPLY_PATCH | {"description": "Edit files."}])
+    assert changed is not first
+    assert changed.get(ToolName(None, "apply_patch")).spec.dump()["description"] == "Edit files."  # type: ignore[union-attr]
+
+
+def test_a_duplicate_name_is_an_error_every_time_with_its_sources() -> None:
+    input = [{"role": "user", "content": "hi"}, {"type": "additional_tools", "role": "developer", "tools": [function("exec_command", description="other")]}]
+    parsed(tools=[EXEC_COMMAND])  # both lists are kept: only the catalog is new
+    parsed(input=input)
+    for _ in range(2):
+        with pytest.raises(ConfigurationError) as caught:
+            parsed(tools=[EXEC_COMMAND], input=input)
+        assert caught.value.message == "Two different tools are named exec_command: at tools[0] and at input[1].tools[0]."
+
+
+def test_tools_in_an_unknown_item_are_shared_and_checked() -> None:
+    future = {"type": "some_future_item", "tools": [EXEC_COMMAND, namespace("ns", function("x"))]}
+    first, second = parsed(input=[future]), parsed(input=[{"role": "user", "content": "hi"}, future])
+    assert [entry.source for entry in second] == ["input[1].tools[0]", "input[1].tools[1].tools[0]"]
+    assert all(a.spec is b.spec for a, b in zip(first, second, strict=True))
+    bad = {"type": "some_future_item", "tools": [EXEC_COMMAND, namespace("ns", function(5))]}  # type: ignore[arg-type]
+    for _ in range(2):
+        with pytest.raises(RequestError) as caught:
+            parsed(input=[{"role": "user", "content": "hi"}, bad])
+        assert caught.value.param == "input[1].tools[1].tools[0].name"
+
+
+def test_catalogs_of_unshared_specs_are_still_right() -> None:
+    # A body given as a dict is validated anew each time: new specs, a new catalog.
+    first, second = catalog_of(tools=[EXEC_COMMAND]), catalog_of(tools=[EXEC_COMMAND])
+    assert first is not second
+    assert [entry.tool_name for entry in first] == [entry.tool_name for entry in second] == [ToolName(None, "exec_command")]
+
+
+def test_lists_validated_anew_make_a_new_catalog() -> None:
+    first = parsed(tools=[EXEC_COMMAND, function("unkept")])
+    TOOL_LISTS.clear()
+    second = parsed(tools=[EXEC_COMMAND, function("unkept")])  # validated anew: new specs
+    assert second is not first
+    assert parsed(tools=[EXEC_COMMAND, function("unkept")]) is second
+
+
+def test_what_is_derived_from_a_catalog_is_built_once_and_kept_with_it() -> None:
+    built: list[ToolCatalog] = []
+
+    def names(catalog: ToolCatalog) -> list[str]:
+        built.append(catalog)
+        return [str(entry.tool_name) for entry in catalog]
+
+    catalog = parsed(tools=[EXEC_COMMAND, APPLY_PATCH])
+    assert catalog.derived(names) == ["exec_command", "apply_patch"]
+    assert parsed(tools=[EXEC_COMMAND, APPLY_PATCH]).derived(names) is catalog.derived(names)
+    assert built == [catalog]
+
+
+def test_tools_of_an_unknown_item_too_deep_to_key_are_still_read() -> None:
+    # A request built without parse_request may nest deeper than a body may: its raw item
+    # tools cannot be serialized as a key, and are validated without being kept.
+    deep: Any = 1
+    for _ in range(300):
+        deep = {"x": deep}
+    request = ResponsesRequest.model_validate(
+        {"model": "m", "input": [{"type": "future", "tools": [function("deep", parameters=deep)]}]}
+    )
+    for _ in range(2):
+        assert [entry.source for entry in ToolCatalog.from_request(request)] == ["input[0].tools[0]"]

@@ -195,7 +195,9 @@ def reasoning(
 def translate(
     body: dict[str, Any], profile: BackendProfile = GENERIC, **kwargs: Any
 ) -> TranslatedRequest:
-    request = parse_request({"model": "gpt-5.5", **body})
+    # As JSON, the way the gateway gets a body: the tool lists the tests share (``TOOLS``)
+    # are then validated once and translated from the kept specs and tool tables.
+    request = parse_request(orjson.dumps({"model": "gpt-5.5", **body}))
     translated = translate_request(request, profile, **kwargs)
     check_invariants(request, translated)
     return translated
@@ -1294,3 +1296,103 @@ def test_translation_is_deterministic_and_does_not_touch_the_request() -> None:
     assert orjson.dumps(first.chat) == orjson.dumps(second.chat)
     assert first.warnings == second.warnings and first.conversions == second.conversions
     assert request.dump() == before
+
+
+# ---------------------------------------------------------------- shared tool translation
+
+
+SHARED_TOOLS_BODY: dict[str, Any] = {
+    "model": "gpt-5.5",
+    "tools": [*TOOLS, {"type": "file_search"}],
+    "input": [
+        {"type": "additional_tools", "role": "developer", "tools": [EXEC_JS, FUNCTIONS_NAMESPACE]},
+        user("go"),
+        custom_call("c1", "apply_patch", "*** Begin Patch\n*** End Patch\n"),
+        custom_output("c1", "done"),
+    ],
+}
+
+
+def test_requests_declaring_the_same_tools_share_their_translation() -> None:
+    body = orjson.dumps(SHARED_TOOLS_BODY)
+    fresh = translate_request(parse_request(SHARED_TOOLS_BODY))  # a dict: nothing shared
+    first = translate_request(parse_request(body))
+    second = translate_request(parse_request(body))
+    assert second.tools is first.tools  # one upstream tool table
+    assert second.chat["tools"] is not first.chat["tools"]  # each request its own list
+    for translated in (first, second):
+        assert orjson.dumps(translated.chat) == orjson.dumps(fresh.chat)
+        assert translated.warnings == fresh.warnings
+        assert translated.conversions == fresh.conversions
+    assert any(warning.startswith("hosted tools not sent") for warning in second.warnings)
+    assert "custom tool apply_patch wrapped as function" in second.conversions
+
+
+def test_shared_tools_with_allowed_tools_send_the_subset() -> None:
+    body = {**SHARED_TOOLS_BODY, "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "exec_command"}]}}
+    translate_request(parse_request(orjson.dumps(SHARED_TOOLS_BODY)))
+    translated = translate_request(parse_request(orjson.dumps(body)))
+    assert [tool["function"]["name"] for tool in translated.chat["tools"]] == ["exec_command"]
+    assert translated.conversions == translate_request(parse_request(body)).conversions
+    assert len(translate_request(parse_request(orjson.dumps(SHARED_TOOLS_BODY))).chat["tools"]) > 1
+
+
+def test_a_duplicate_tool_stays_a_request_error_when_its_lists_are_shared() -> None:
+    other = {**EXEC_COMMAND, "description": "Another one."}
+    body = orjson.dumps({"model": "m", "tools": TOOLS, "input": [{"type": "additional_tools", "tools": [other]}]})
+    translate_request(parse_request(orjson.dumps({"model": "m", "tools": TOOLS})))
+    for _ in range(2):
+        with pytest.raises(RequestError) as caught:
+            translate_request(parse_request(body))
+        assert caught.value.param == "tools"
+        assert caught.value.message == (
+            "Two different tools are named exec_command: at tools[0] and at input[0].tools[0]."
+        )
+
+
+@pytest.mark.parametrize(
+    ("description", "line"),
+    [
+        ("Spawn a sub-agent.\nLong details...", "Spawn a sub-agent."),
+        ("\n\n   Starts after blank lines.  \n more", "Starts after blank lines."),
+        ("\r\n\t\r\nWindows lines\r\nsecond", "Windows lines"),
+        ("\u2028Unicode separator\u2029second\x85third", "Unicode separator"),
+        ("form\x0cfeed", "form"),
+        ("unit\x1fseparator is no line break\nsecond", "unit\x1fseparator is no line break"),
+        ("x" * 300, "x" * 199 + "…"),
+        ("x" * 200 + "   \nsecond", "x" * 200),
+    ],
+)
+def test_a_loaded_tool_is_listed_with_the_first_line_of_its_description(description: str, line: str) -> None:
+    loaded = {"type": "function", "name": "spawn_agent", "description": description, "parameters": {"type": "object"}}
+    translated = translate(
+        {
+            "tools": TOOLS,
+            "input": [
+                user("spawn"),
+                tool_search_call("call_s", "spawn"),
+                {"type": "tool_search_output", "call_id": "call_s", "execution": "client", "tools": [loaded]},
+            ],
+        }
+    )
+    content = translated.chat["messages"][-1]["content"]
+    assert isinstance(content, str)
+    listing = orjson.loads(content)
+    assert listing == {"loaded_tools": [{"name": "spawn_agent", "description": line}]}
+
+
+def test_a_description_of_blank_lines_lists_no_description() -> None:
+    loaded = {"type": "function", "name": "spawn_agent", "description": " \n\t\n", "parameters": {"type": "object"}}
+    translated = translate(
+        {
+            "tools": TOOLS,
+            "input": [
+                tool_search_call("call_s", "spawn"),
+                {"type": "tool_search_output", "call_id": "call_s", "execution": "client", "tools": [loaded]},
+            ],
+        }
+    )
+    content = translated.chat["messages"][-1]["content"]
+    assert isinstance(content, str)
+    listing = orjson.loads(content)
+    assert listing == {"loaded_tools": [{"name": "spawn_agent", "description": ""}]}

@@ -10,9 +10,13 @@ from pydantic import Field, ValidationError
 from toolwire.errors import RequestError
 
 from ._base import WireModel
+from ._depth import MAX_JSON_DEPTH, check_depth, depth_error
 from ._errors import request_error_from
 from ._items import Item
+from ._tool_cache import BodyToolLists
 from ._tools import ToolSpec
+
+__all__ = ["MAX_JSON_DEPTH", "ResponsesRequest", "parse_request"]
 
 
 class ResponsesRequest(WireModel):
@@ -45,18 +49,14 @@ class ResponsesRequest(WireModel):
         return self.input
 
 
-_ORJSON_DEPTH_LIMIT = 254
-# Headroom for what toolwire wraps around the client's values: tool parameters nested in
-# a Chat function, tools and metadata echoed inside every Response object and event.
-_HEADROOM = 32
-MAX_JSON_DEPTH = _ORJSON_DEPTH_LIMIT - _HEADROOM
-
-
 def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
     """Decode and validate a request body.
 
     Raises ``RequestError`` for invalid UTF-8, invalid JSON, a non-object body, nesting
     deeper than ``MAX_JSON_DEPTH`` or any invalid field (its path in ``param``).
+
+    A tool list seen before is not validated again: its specs are shared with the
+    earlier requests that declared it (``_tool_cache``; bodies given as JSON only).
     """
     if isinstance(body, dict):
         data: Any = body
@@ -67,11 +67,22 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
             raise _not_json(body, exc) from exc
     if not isinstance(data, dict):
         raise RequestError("The request body must be a JSON object.", code="invalid_json")
-    _check_depth(data)
+    tool_lists = None if data is body else BodyToolLists.find(data)
+    if tool_lists is None:
+        check_depth(data)
+    else:
+        try:
+            data = tool_lists.checked_and_reused(data)
+        except orjson.JSONEncodeError as exc:
+            check_depth(data)  # the error the whole body gives: a part failed, so it fails
+            raise depth_error(exc) from exc
     try:
-        return ResponsesRequest.model_validate(data)
+        request = ResponsesRequest.model_validate(data)
     except ValidationError as exc:
         raise request_error_from(exc) from exc
+    if tool_lists is not None:
+        tool_lists.remember(request)
+    return request
 
 
 def _not_json(body: bytes | str, exc: orjson.JSONDecodeError) -> RequestError:
@@ -86,26 +97,3 @@ def _not_json(body: bytes | str, exc: orjson.JSONDecodeError) -> RequestError:
                 code="invalid_utf8",
             )
     return RequestError(f"The request body is not valid JSON: {exc}.", code="invalid_json")
-
-
-def _check_depth(data: Any) -> None:
-    """Reject nesting deeper than ``MAX_JSON_DEPTH``.
-
-    Everything toolwire sends on is serialized with orjson, which refuses values nested
-    deeper than 254 levels, and toolwire nests the client's values a few levels deeper
-    (tool parameters inside a Chat function, tools echoed inside each Response object).
-    Serializing the body wrapped in ``_HEADROOM`` extra levels (about 20 us for a 50 KB
-    Codex body, far cheaper than walking it in Python) rejects up front, with a clear
-    400, anything that would fail later.
-    """
-    wrapped: Any = data
-    for _ in range(_HEADROOM):
-        wrapped = [wrapped]
-    try:
-        orjson.dumps(wrapped)
-    except orjson.JSONEncodeError as exc:
-        if "recursion" not in str(exc).lower():
-            raise RequestError(f"The request body cannot be represented as JSON: {exc}.") from exc
-        raise RequestError(
-            f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.", code="too_deep"
-        ) from exc

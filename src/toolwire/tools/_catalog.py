@@ -9,11 +9,11 @@ inside ``{"type": "namespace", "name": "collaboration"}`` is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from toolwire.protocol import (
     AdditionalToolsItem,
@@ -27,12 +27,13 @@ from toolwire.protocol import (
     parse_request,
 )
 from toolwire.protocol._errors import request_error_from
+from toolwire.protocol._tool_cache import TOOL_LISTS, LeastRecentlyUsed, validate_item_tools
 
 from ._errors import ConfigurationError
 from ._names import ToolName
 from ._payloads import ToolKind
 
-_TOOLS_ADAPTER: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +66,15 @@ def name_of(spec: ToolSpec, namespace: str | None) -> ToolName:
 
 
 class ToolCatalog:
-    """A read-only map ``ToolName -> CatalogEntry``, in declaration order."""
+    """A read-only map ``ToolName -> CatalogEntry``, in declaration order.
+
+    Requests that declare the same tools share one catalog (``from_request``), and what
+    is derived from a catalog alone is kept with it (``derived``).
+    """
 
     def __init__(self, entries: Mapping[ToolName, CatalogEntry] | None = None) -> None:
         self._entries: dict[ToolName, CatalogEntry] = dict(entries or {})
+        self._derived: dict[Callable[[ToolCatalog], object], object] = {}
 
     @classmethod
     def from_request(cls, body: ResponsesRequest | Mapping[str, Any] | bytes) -> ToolCatalog:
@@ -76,16 +82,42 @@ class ToolCatalog:
 
         Raises ``ConfigurationError`` when two different tools share one ToolName (the
         same definition declared twice counts once).
+
+        A request that declares the very same spec objects, at the same places, as a
+        recent one gets that request's catalog: ``parse_request`` shares the specs of a
+        tool list it has seen before, and Codex resends its tools with every turn. Only
+        catalogs of such kept lists are kept, so they hold no more than those lists.
         """
         request = body if isinstance(body, ResponsesRequest) else parse_request(_as_body(body))
+        declared = _declared_tool_lists(request)
+        if not declared:
+            return cls()
+        key = tuple([(item_index, *map(id, specs)) for item_index, specs in declared])
+        known = _CATALOGS.get(key)
+        if known is not None:
+            return known[0]
         catalog = cls()
-        for index, spec in enumerate(request.tools or ()):
-            catalog._add(spec, None, f"tools[{index}]")
-        if isinstance(request.input, list):
-            for item_index, item in enumerate(request.input):
-                for tool_index, spec in enumerate(_attached_tools(item, item_index)):
-                    catalog._add(spec, None, f"input[{item_index}].tools[{tool_index}]")
+        for item_index, specs in declared:
+            where = "tools" if item_index is None else f"input[{item_index}].tools"
+            for index, spec in enumerate(specs):
+                catalog._add(spec, None, f"{where}[{index}]")
+        sizes = [TOOL_LISTS.json_size(specs) for _, specs in declared]
+        if None not in sizes:  # every list is kept, so are its specs: their ids stay theirs
+            lists = tuple(tuple(specs) for _, specs in declared)
+            _CATALOGS.put(key, (catalog, lists), weight=sum(cast("list[int]", sizes)))
         return catalog
+
+    def derived(self, build: Callable[[ToolCatalog], T]) -> T:
+        """``build(self)``, built once for this catalog and kept with it.
+
+        A catalog is shared by the requests that declare the same tools, and so is what
+        is derived from it (a translator's tool table, the tools it sends upstream):
+        ``build`` must depend on the catalog alone, and its result must not be changed.
+        """
+        known = self._derived.get(build)
+        if known is None:
+            known = self._derived[build] = build(self)
+        return cast("T", known)
 
     def get(self, tool_name: ToolName) -> CatalogEntry | None:
         return self._entries.get(tool_name)
@@ -121,20 +153,49 @@ def _as_body(body: Mapping[str, Any] | bytes) -> bytes | dict[str, Any]:
     return body if isinstance(body, bytes) else dict(body)
 
 
-def _attached_tools(item: Any, item_index: int) -> list[ToolSpec]:
-    """The tool specs an input item carries in its ``tools`` field, if any.
+_DeclaredToolLists = list[tuple[int | None, list[ToolSpec]]]
+"""Each list of specs a request declares: ``None`` for the top-level ``tools``, else the
+index of the input item holding it."""
+
+# (item index or None, id of each spec) for each declared list -> its catalog, and the
+# lists, held so that the ids in the key stay theirs; weighed by the lists' JSON bytes.
+_CATALOGS: LeastRecentlyUsed[
+    tuple[tuple[int | None, ...], ...], tuple[ToolCatalog, tuple[tuple[ToolSpec, ...], ...]]
+] = LeastRecentlyUsed(max_entries=64, max_weight=4 * 1024 * 1024)
+
+
+def _declared_tool_lists(request: ResponsesRequest) -> _DeclaredToolLists:
+    """The top-level ``tools``, and the specs each input item carries in its ``tools``.
 
     ``additional_tools`` and ``tool_search_output`` items hold typed specs already; any
     other item (an unknown type, or a known one with an extra ``tools`` field) holds raw
     JSON, decoded here.
     """
-    if isinstance(item, AdditionalToolsItem | ToolSearchOutputItem):
-        return list(item.tools)
-    extra = item.model_extra  # a plain dict lookup: getattr on a pydantic model is slow
-    tools = extra.get("tools") if extra else None
+    declared: _DeclaredToolLists = []
+    if request.tools:
+        declared.append((None, request.tools))
+    if not isinstance(request.input, list):
+        return declared
+    for item_index, item in enumerate(request.input):
+        # The exact classes parsing makes: isinstance on a pydantic model goes through its
+        # metaclass (~0.2 us), and this runs for every item of a long history.
+        if type(item) is AdditionalToolsItem or type(item) is ToolSearchOutputItem:
+            specs = item.tools
+        else:
+            extra = item.__pydantic_extra__  # a plain dict: getattr on a pydantic model is slow
+            if not extra or "tools" not in extra:
+                continue
+            specs = _raw_tools(extra["tools"], item_index)
+        if specs:
+            declared.append((item_index, specs))
+    return declared
+
+
+def _raw_tools(tools: Any, item_index: int) -> list[ToolSpec]:
+    """The specs of a ``tools`` field kept as raw JSON; no list declares nothing."""
     if not isinstance(tools, list):
         return []
     try:
-        return _TOOLS_ADAPTER.validate_python(tools)
+        return validate_item_tools(tools)
     except ValidationError as exc:
         raise request_error_from(exc, prefix=f"input[{item_index}].tools") from exc

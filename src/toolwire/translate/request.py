@@ -13,7 +13,9 @@ dict out. It follows the reference's translation table and message algorithm
   tool returned reach the model in one user message after the tool messages.
 * Reasoning items ride on the following assistant message, in the backend's field.
 * Tools get flat names from ``UpstreamToolTable``; a custom (freeform) tool becomes a
-  function with one string parameter ``input``; hosted tools are not sent.
+  function with one string parameter ``input``; hosted tools are not sent. The table and
+  the Chat tools depend on the declared tools alone: they are built once per tool
+  catalog, which requests declaring the same tools share (``_DeclaredTools``).
 
 What was lost is listed in ``TranslatedRequest.warnings``, what was reshaped in
 ``TranslatedRequest.conversions``. A request the client got wrong in a way that cannot be
@@ -22,6 +24,7 @@ translated raises ``RequestError`` naming the place (``param="input[4].content[1
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -101,15 +104,20 @@ def translate_request(
         catalog = ToolCatalog.from_request(request)
     except ConfigurationError as exc:
         raise RequestError(exc.message, param="tools") from exc
-    table = UpstreamToolTable(catalog)
+    declared = catalog.derived(_DeclaredTools.of)
+    table = declared.table
     choice = _resolve_tool_choice(request.tool_choice, table)
 
     chat: ChatRequest = {
         "model": model if model is not None else request.model,
         "messages": _MessageBuilder(request, table, profile, notes).build(),
     }
-    _note_hosted_tools(catalog, notes)
-    tools = _chat_tools(request, table, choice.allowed, notes)
+    notes.extend(declared.hosted_notes)
+    if choice.allowed is None:
+        tools = list(declared.chat_tools)
+        notes.extend(declared.chat_tools_notes)
+    else:
+        tools = _chat_tools(table, choice.allowed, notes)
     if tools:
         chat["tools"] = tools
         if choice.value is not None and profile.supports_tool_choice:
@@ -157,6 +165,12 @@ class _Notes:
     def conversions(self) -> list[str]:
         return list(self._conversions)
 
+    def extend(self, other: _Notes) -> None:
+        """Note everything ``other`` noted, as if it had been noted here, in its order."""
+        for what, details in other._warnings.items():
+            self._warnings.setdefault(what, []).extend(details)
+        self._conversions.update(other._conversions)
+
 
 # ---------------------------------------------------------------- tools
 
@@ -171,6 +185,30 @@ _INPUT_PROPERTY_DESCRIPTION = "The raw text input: not JSON, not wrapped in mark
 
 def _empty_parameters() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class _DeclaredTools:
+    """What translation derives from the declared tools alone: the upstream tool table,
+    the Chat ``tools`` (all of them) and the notes that each of these leaves.
+
+    Kept with the catalog (``ToolCatalog.derived``), which requests that declare the same
+    tools share: the table, the Chat tools list and its dicts are only read, and each
+    request gets its own copy of the list.
+    """
+
+    table: UpstreamToolTable
+    hosted_notes: _Notes
+    chat_tools: list[ChatTool]
+    chat_tools_notes: _Notes
+
+    @classmethod
+    def of(cls, catalog: ToolCatalog) -> _DeclaredTools:
+        table = UpstreamToolTable(catalog)
+        hosted_notes, chat_tools_notes = _Notes(), _Notes()
+        _note_hosted_tools(catalog, hosted_notes)
+        chat_tools = _chat_tools(table, None, chat_tools_notes)
+        return cls(table, hosted_notes, chat_tools, chat_tools_notes)
 
 
 def _note_hosted_tools(catalog: ToolCatalog, notes: _Notes) -> None:
@@ -188,7 +226,6 @@ def _note_hosted_tools(catalog: ToolCatalog, notes: _Notes) -> None:
 
 
 def _chat_tools(
-    request: ResponsesRequest,
     table: UpstreamToolTable,
     allowed: frozenset[ToolName] | None,
     notes: _Notes,
@@ -480,6 +517,10 @@ _IMAGE_DETAILS = frozenset({"low", "high", "auto"})
 _MAX_LISTED_DESCRIPTION = 200
 
 _OutputItem = FunctionCallOutputItem | CustomToolCallOutputItem | ToolSearchOutputItem
+_OUTPUT_ITEM_CLASSES = frozenset({FunctionCallOutputItem, CustomToolCallOutputItem, ToolSearchOutputItem})
+# Items and content parts are told apart by their exact class (``type(item) is
+# MessageItem``), the classes parsing makes: isinstance on a pydantic model goes through
+# its metaclass (~0.2 us), and a Codex history makes hundreds of such checks.
 
 
 @dataclass(slots=True)
@@ -502,13 +543,15 @@ class _ToolTurn:
     accepts_calls: bool = True  # false once one of its outputs was passed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Call:
-    """A call item in Chat terms."""
+    """A call item in Chat terms, and the conversion that sending it as a function call is."""
 
     call_id: str
-    tool_name: ToolName
+    namespace: str | None
+    name: str
     arguments: str
+    conversion: str | None
 
 
 class _MessageBuilder:
@@ -541,9 +584,13 @@ class _MessageBuilder:
         self._emitted_calls: set[str] = set()
 
     def build(self) -> list[ChatMessage]:
-        self._index_calls_and_outputs()
+        calls = self._index_calls_and_outputs()
         for index, item in enumerate(self._items):
-            self._on_item(index, item)
+            call = calls[index]
+            if call is not None:
+                self._on_call(index, call)
+            else:
+                self._on_item(index, item)
         self._close_turn()
         self._drop_pending_reasoning()
         field_name = self._profile.reasoning_field
@@ -555,21 +602,26 @@ class _MessageBuilder:
             return self._messages
         return [{"role": "system", "content": "\n\n".join(self._system)}, *self._messages]
 
-    def _index_calls_and_outputs(self) -> None:
+    def _index_calls_and_outputs(self) -> list[_Call | None]:
+        """Note which call ids have a call and where each call's output is; the call each
+        item makes (None for an item that is no call)."""
+        calls: list[_Call | None] = []
         for index, item in enumerate(self._items):
             call = _call_of(item)
+            calls.append(call)
             if call is not None:
                 self._called.add(call.call_id)
-            elif isinstance(item, _OutputItem) and item.call_id is not None:
-                self._outputs.setdefault(item.call_id, (index, item))
+            elif type(item) in _OUTPUT_ITEM_CLASSES:
+                output = cast("_OutputItem", item)
+                if output.call_id is not None:
+                    self._outputs.setdefault(output.call_id, (index, output))
+        return calls
 
     # -- one method per kind of item
 
     def _on_item(self, index: int, item: Item) -> None:
-        call = _call_of(item)
-        if call is not None:
-            self._on_call(index, call, item)
-        elif isinstance(item, MessageItem):
+        """Any item but a call."""
+        if type(item) is MessageItem:
             if item.role in ("system", "developer"):
                 self._on_system(index, item)
             elif item.role == "assistant":
@@ -581,11 +633,11 @@ class _MessageBuilder:
                     f"Invalid 'input[{index}].role': {item.role!r} is not user, assistant, system or developer.",
                     param=f"input[{index}].role",
                 )
-        elif isinstance(item, ReasoningItem):
+        elif type(item) is ReasoningItem:
             self._on_reasoning(index, item)
-        elif isinstance(item, _OutputItem):
-            self._on_output(index, item.call_id)
-        elif not isinstance(item, AdditionalToolsItem):  # additional_tools only declares tools
+        elif type(item) in _OUTPUT_ITEM_CLASSES:
+            self._on_output(index, cast("_OutputItem", item).call_id)
+        elif type(item) is not AdditionalToolsItem:  # additional_tools only declares tools
             self._notes.warn(
                 "input items skipped (no Chat Completions equivalent)",
                 f"{item.type} at input[{index}]",
@@ -638,15 +690,13 @@ class _MessageBuilder:
             self._reasoning.append(text)
             self._reasoning_at.append(f"input[{index}]")
 
-    def _on_call(self, index: int, call: _Call, item: Item) -> None:
+    def _on_call(self, index: int, call: _Call) -> None:
         if call.call_id in self._emitted_calls:
             self._notes.warn("calls with a repeated call_id dropped", f"input[{index}]")
             return
         self._emitted_calls.add(call.call_id)
-        if isinstance(item, CustomToolCallItem):
-            self._notes.convert("custom tool calls sent as function calls")
-        elif isinstance(item, ToolSearchCallItem):
-            self._notes.convert("tool_search calls sent as function calls")
+        if call.conversion is not None:
+            self._notes.convert(call.conversion)
         turn = self._turn
         if turn is not None and turn.accepts_calls:
             self._notes.convert("parallel calls merged into one assistant message")
@@ -662,7 +712,7 @@ class _MessageBuilder:
             message["tool_calls"] = turn.tool_calls
         self._attach_reasoning(turn.message)
         upstream_id = upstream_call_id(call.call_id)
-        upstream_name = self._table.upstream_name(call.tool_name)
+        upstream_name = self._table.upstream_name_of(call.namespace, call.name)
         turn.tool_calls.append(
             {
                 "id": upstream_id,
@@ -732,17 +782,18 @@ class _MessageBuilder:
             self._notes.convert("tool output images sent in a user message after the tool messages")
 
     def _tool_output(self, index: int, output: _OutputItem) -> tuple[str, list[dict[str, Any]]]:
-        if isinstance(output, ToolSearchOutputItem):
+        if type(output) is ToolSearchOutputItem:
             return _loaded_tools_listing(output.tools, self._table), []
-        where = f"input[{index}].output"
+        output = cast("FunctionCallOutputItem | CustomToolCallOutputItem", output)
         if isinstance(output.output, str):
             return output.output, []
+        where = f"input[{index}].output"
         texts: list[str] = []
         images: list[dict[str, Any]] = []
         for part_index, part in enumerate(output.output):
-            if isinstance(part, InputText | OutputText):
+            if type(part) is InputText or type(part) is OutputText:
                 texts.append(part.text)
-            elif isinstance(part, InputImage):
+            elif type(part) is InputImage:
                 images.append(_image_part(part, f"{where}[{part_index}]"))
             else:
                 self._notes.warn(
@@ -774,17 +825,19 @@ class _MessageBuilder:
 
 def _call_of(item: Item) -> _Call | None:
     """The call an item makes, in Chat terms, or None if it is not a client-side call."""
-    if isinstance(item, FunctionCallItem):
-        return _Call(item.call_id, ToolName(item.namespace, item.name), item.arguments or "{}")
-    if isinstance(item, CustomToolCallItem):
+    if type(item) is FunctionCallItem:
+        return _Call(item.call_id, item.namespace, item.name, item.arguments or "{}", None)
+    if type(item) is CustomToolCallItem:
         arguments = orjson.dumps({"input": item.input}).decode()
-        return _Call(item.call_id, ToolName(item.namespace, item.name), arguments)
-    if isinstance(item, ToolSearchCallItem) and item.execution == "client" and item.call_id:
+        return _Call(
+            item.call_id, item.namespace, item.name, arguments, "custom tool calls sent as function calls"
+        )
+    if type(item) is ToolSearchCallItem and item.execution == "client" and item.call_id:
         if isinstance(item.arguments, str):
             arguments = item.arguments or "{}"
         else:
             arguments = orjson.dumps(item.arguments if item.arguments is not None else {}).decode()
-        return _Call(item.call_id, ToolName(None, "tool_search"), arguments)
+        return _Call(item.call_id, None, "tool_search", arguments, "tool_search calls sent as function calls")
     return None
 
 
@@ -795,12 +848,12 @@ def _reasoning_text(item: ReasoningItem, index: int, notes: _Notes) -> str:
         sealed = open_reasoning(item.encrypted_content)
         if sealed is None:
             notes.warn("encrypted_content not made by toolwire dropped", f"input[{index}]")
-    content = "".join(part.text for part in item.content or () if isinstance(part, ReasoningText))
+    content = "".join(part.text for part in item.content or () if type(part) is ReasoningText)
     if content:
         return content
     if sealed:
         return sealed
-    return "\n\n".join(part.text for part in item.summary if isinstance(part, SummaryText))
+    return "\n\n".join(part.text for part in item.summary if type(part) is SummaryText)
 
 
 def _loaded_tools_listing(specs: Iterable[ToolSpec], table: UpstreamToolTable) -> str:
@@ -810,10 +863,10 @@ def _loaded_tools_listing(specs: Iterable[ToolSpec], table: UpstreamToolTable) -
     pending.reverse()
     while pending:
         namespace, spec = pending.pop()
-        if isinstance(spec, NamespaceTool):
+        if type(spec) is NamespaceTool:
             pending.extend((spec.name, inner) for inner in reversed(spec.tools))
-        elif isinstance(spec, FunctionTool | CustomTool):
-            entry = {"name": table.upstream_name(ToolName(namespace, spec.name))}
+        elif type(spec) is FunctionTool or type(spec) is CustomTool:
+            entry = {"name": table.upstream_name_of(namespace, spec.name)}
             if spec.description:
                 entry["description"] = _first_line(spec.description)
             listed.append(entry)
@@ -821,11 +874,21 @@ def _loaded_tools_listing(specs: Iterable[ToolSpec], table: UpstreamToolTable) -
 
 
 def _first_line(text: str) -> str:
-    """The first non-blank line (Codex's descriptions often start with a line break)."""
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    """The first non-blank line (Codex's descriptions often start with a line break).
+
+    Found without splitting the whole text (a description can be pages long): leading
+    whitespace includes every blank line, and the line runs to the next line boundary
+    that ``str.splitlines`` knows.
+    """
+    stripped = text.lstrip()
+    boundary = _LINE_BOUNDARY.search(stripped)
+    line = (stripped if boundary is None else stripped[: boundary.start()]).rstrip()
     if len(line) <= _MAX_LISTED_DESCRIPTION:
         return line
     return line[: _MAX_LISTED_DESCRIPTION - 1] + "…"
+
+
+_LINE_BOUNDARY = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 # ---------------------------------------------------------------- content parts
@@ -840,14 +903,14 @@ def _user_content(
     parts: list[dict[str, Any]] = []
     only_text = True
     for index, part in enumerate(content):
-        if isinstance(part, InputText | OutputText):
+        if type(part) is InputText or type(part) is OutputText:
             parts.append({"type": "text", "text": part.text})
-        elif isinstance(part, Refusal):
+        elif type(part) is Refusal:
             parts.append({"type": "text", "text": part.refusal})
-        elif isinstance(part, InputImage):
+        elif type(part) is InputImage:
             parts.append(_image_part(part, f"{where}[{index}]"))
             only_text = False
-        elif isinstance(part, InputFile):
+        elif type(part) is InputFile:
             parts.append(_file_part(part, f"{where}[{index}]"))
             only_text = False
         elif part.type == "input_audio" and isinstance(
@@ -885,9 +948,9 @@ def _assistant_text(content: str | Sequence[ContentPart], where: str, notes: _No
         return content
     texts: list[str] = []
     for index, part in enumerate(content):
-        if isinstance(part, OutputText | InputText):
+        if type(part) is OutputText or type(part) is InputText:
             texts.append(part.text)
-        elif isinstance(part, Refusal):
+        elif type(part) is Refusal:
             texts.append(part.refusal)
         else:
             notes.warn(
@@ -902,7 +965,7 @@ def _text_only(content: str | Sequence[ContentPart], where: str, notes: _Notes) 
         return content
     texts: list[str] = []
     for index, part in enumerate(content):
-        if isinstance(part, InputText | OutputText):
+        if type(part) is InputText or type(part) is OutputText:
             texts.append(part.text)
         else:
             notes.warn(

@@ -49,6 +49,9 @@ class UpstreamToolTable:
     def __init__(self, catalog: ToolCatalog) -> None:
         self._by_upstream: dict[str, UpstreamTool] = {}
         self._by_tool: dict[ToolName, UpstreamTool] = {}
+        # (namespace, name) -> tool: the lookup of a call in the history, without making a
+        # ToolName (whose hash runs in Python) for each one.
+        self._by_pair: dict[tuple[str | None, str], UpstreamTool] = {}
         for entry in catalog:
             if _callable_upstream(entry):
                 self._add(entry)
@@ -60,6 +63,7 @@ class UpstreamToolTable:
         tool = UpstreamTool(name, entry.tool_name, entry.kind, entry.spec, entry.namespace_description)
         self._by_upstream[name] = tool
         self._by_tool[entry.tool_name] = tool
+        self._by_pair[entry.tool_name.namespace, entry.tool_name.name] = tool
 
     def __iter__(self) -> Iterator[UpstreamTool]:
         return iter(self._by_upstream.values())
@@ -78,6 +82,11 @@ class UpstreamToolTable:
         gets the same deterministic flat name it would have had."""
         tool = self._by_tool.get(tool_name)
         return tool.upstream_name if tool is not None else flat_name(tool_name)
+
+    def upstream_name_of(self, namespace: str | None, name: str) -> str:
+        """``upstream_name(ToolName(namespace, name))``, faster."""
+        tool = self._by_pair.get((namespace or None, name))
+        return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
 
 
 def _callable_upstream(entry: CatalogEntry) -> bool:
