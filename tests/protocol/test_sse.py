@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from toolwire.protocol import ServerSentEvent, SSEDecoder, encode_event
+from toolwire.protocol._sse import _FRAME_STARTS, _MAX_FRAME_STARTS
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:
@@ -221,3 +224,185 @@ def test_any_events_any_line_end_any_split_round_trip(
 
     expected = [ServerSentEvent(data=normalize_line_ends(text), event=name or "message") for text, name in events]
     assert decode(*chunks) == expected
+
+
+# ------------------------------------------------------ fast path and general path
+# The decoder turns a block that is one ``data: `` line straight into its event and reads
+# every other block line by line. ``LineByLineDecoder`` is the plain line-by-line reading
+# of the spec (the decoder as it was before it had the shortcut): both must agree on any
+# stream, cut anywhere.
+
+
+class LineByLineDecoder:
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._started = False
+        self._after_cr = False
+        self._event = ""
+        self._data: list[str] = []
+        self._last_id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes, final: bool = False) -> list[ServerSentEvent]:
+        text = self._utf8.decode(chunk, final=final)
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._after_cr and text:
+            self._after_cr = False
+            text = text.removeprefix("\n")  # the LF of a CRLF cut in two
+        lines: list[str] = []
+        if text:
+            text = self._buffer + text
+            self._after_cr = text.endswith("\r")
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            self._buffer = lines.pop()
+        events = [event for line in lines if (event := self._line(line)) is not None]
+        if final:
+            self._buffer, self._after_cr, self._event, self._data = "", False, "", []
+        return events
+
+    def _line(self, line: str) -> ServerSentEvent | None:
+        if not line:
+            event_type, data = self._event, self._data
+            self._event, self._data = "", []
+            if not data:
+                return None
+            return ServerSentEvent("\n".join(data), event_type or "message", self._last_id, self._retry)
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+        return None
+
+
+def decode_line_by_line(*chunks: bytes) -> list[ServerSentEvent]:
+    decoder = LineByLineDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.feed(b"", final=True)
+
+
+def decode_data(*chunks: bytes) -> list[str]:
+    decoder = SSEDecoder()
+    data = [payload for chunk in chunks for payload in decoder.feed_data(chunk)]
+    return data + decoder.flush_data()
+
+
+values = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=8)
+lines = st.one_of(
+    st.just(""),  # a blank line: the end of an event
+    st.builds(lambda v: "data: " + v, values),  # the shape the shortcut takes
+    st.builds(lambda v: 'data: {"k":"' + v + '"}', values),
+    st.builds(lambda v: "data:" + v, values),
+    st.sampled_from(["data", "data:", "data: ", "data:  two spaces", "event", "id", "retry"]),
+    st.builds(lambda v: "event: " + v, values),
+    st.builds(lambda v: "id: " + v, st.one_of(values, st.just("a\0b"))),
+    st.builds(lambda v: "retry: " + v, st.one_of(st.from_regex(r"\A[0-9]{1,4}\Z"), values)),
+    st.builds(lambda v: ":" + v, values),  # a comment
+    st.builds(lambda v: "other: " + v, values),
+    values,
+)
+
+
+@given(
+    stream_lines=st.lists(st.tuples(lines, st.sampled_from(["\n", "\n", "\n", "\r", "\r\n"])), max_size=16),
+    unterminated=st.one_of(st.just(""), lines),
+    bom=st.booleans(),
+    data=st.data(),
+)
+def test_any_lines_any_split_same_as_line_by_line(
+    stream_lines: list[tuple[str, str]], unterminated: str, bom: bool, data: st.DataObject
+) -> None:
+    text = "".join(line + end for line, end in stream_lines) + unterminated
+    stream = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+
+    expected = decode_line_by_line(*chunks)
+    assert decode(*chunks) == expected
+    assert decode_data(*chunks) == [event.data for event in expected]
+
+
+@pytest.mark.parametrize(
+    ("stream", "expected"), SPEC_EXAMPLES + [pytest.param(s, e, id=i) for i, s, e in FIELD_CASES]
+)
+def test_line_by_line_reference_agrees_with_the_spec(stream: bytes, expected: list[ServerSentEvent]) -> None:
+    assert decode_line_by_line(stream) == expected
+
+
+SWITCH_CASES = [
+    # The shortcut's events carry the id and retry that earlier (general) blocks set.
+    ("id-then-shortcut", [b"id: 7\n\n", b"data: a\n\n"], [ServerSentEvent(data="a", id="7")]),
+    ("retry-then-shortcut", [b"retry: 10\n\ndata: a\n\n"], [ServerSentEvent(data="a", retry=10)]),
+    # An event type or data pending from the previous chunk: the next block is not one line.
+    ("event-pending", [b"event: x\n", b"data: a\n\n"], [ServerSentEvent(data="a", event="x")]),
+    ("data-pending", [b"data: a\n", b"data: b\n\n"], [ServerSentEvent(data="a\nb")]),
+    ("blank-line-split-in-two", [b"data: a\n", b"\ndata: b\n\n"], [ServerSentEvent("a"), ServerSentEvent("b")]),
+    # Blocks that look like the shortcut's shape, but are not.
+    ("no-space", [b"data:a\n\n"], [ServerSentEvent(data="a")]),
+    ("two-spaces", [b"data:  a\n\n"], [ServerSentEvent(data=" a")]),
+    ("two-data-lines", [b"data: a\ndata: b\n\n"], [ServerSentEvent(data="a\nb")]),
+    ("comment-first", [b": c\ndata: a\n\n"], [ServerSentEvent(data="a")]),
+    ("three-line-ends", [b"data: a\n\n\ndata: b\n\n"], [ServerSentEvent("a"), ServerSentEvent("b")]),
+    ("event-after-data", [b"data: a\nevent: x\n\ndata: b\n\n"], [ServerSentEvent("a", "x"), ServerSentEvent("b")]),
+    ("crlf-blocks", [b"data: a\r\n\r\ndata: b\r\n\r\n"], [ServerSentEvent("a"), ServerSentEvent("b")]),
+    ("cr-blocks", [b"data: a\r\rdata: b\r\r"], [ServerSentEvent("a"), ServerSentEvent("b")]),
+    ("partial-line-completed", [b"data: {\"a\"", b":1}\n\n"], [ServerSentEvent('{"a":1}')]),
+    ("unterminated-after-shortcut", [b"data: a\n\ndata: b\n"], [ServerSentEvent("a")]),
+]
+
+
+@pytest.mark.parametrize(("chunks", "expected"), [pytest.param(c, e, id=i) for i, c, e in SWITCH_CASES])
+def test_switching_between_shortcut_and_line_by_line(chunks: list[bytes], expected: list[ServerSentEvent]) -> None:
+    assert decode(*chunks) == expected
+    assert decode_data(*chunks) == [event.data for event in expected]
+    for result in decode_split_everywhere(b"".join(chunks)):
+        assert result == expected
+
+
+def test_id_from_an_unterminated_event_persists_after_flush() -> None:
+    # The id line of a dropped event was read: the spec sets the last event id at once.
+    decoder = SSEDecoder()
+    assert decoder.feed(b"id: 5\ndata: a\n") == []
+    assert decoder.flush() == []
+    assert decoder.feed(b"data: b\n\n") == [ServerSentEvent(data="b", id="5")]
+
+
+def test_feed_data_gives_the_data_of_each_event() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed_data(b'data: {"a":1}\n\nevent: x\nid: 2\ndata: y\ndata: z\n\nda') == ['{"a":1}', "y\nz"]
+    assert decoder.feed_data(b"ta: [DONE]\n\ndata: cut") == ["[DONE]"]
+    assert decoder.flush_data() == []
+
+
+def test_encode_event_same_bytes_every_time() -> None:
+    # The start of each event name's frames is made once and reused.
+    first = [encode_event(b"{}", name) for name in ("response.created", "x", "", None)]
+    again = [encode_event(b"{}", name) for name in ("response.created", "x", "", None)]
+    assert first == again == [
+        b"event: response.created\ndata: {}\n\n",
+        b"event: x\ndata: {}\n\n",
+        b"data: {}\n\n",
+        b"data: {}\n\n",
+    ]
+    with pytest.raises(ValueError, match="line break"):
+        encode_event(b"{}", "a\rb")
+    with pytest.raises(ValueError, match="line break"):
+        encode_event(b"{}", "a\rb")  # a bad name is not remembered as good
+
+
+def test_encode_event_many_names() -> None:
+    # Names can come from an upstream: any number of them still encode (the table is bounded).
+    for number in range(2000):
+        assert encode_event(b"1", f"name-{number}") == f"event: name-{number}\ndata: 1\n\n".encode()
+    assert len(_FRAME_STARTS) <= _MAX_FRAME_STARTS

@@ -12,7 +12,17 @@ ordinary data.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+_Dispatched = TypeVar("_Dispatched")
+
+_LF, _CR = ord("\n"), ord("\r")  # as ints, ``in`` scans bytes several times faster
+
+_FRAME_STARTS: dict[str | None, bytes] = {None: b"data: ", "": b"data: "}
+"""What a one-line frame holds before its data, by event name: made once per name."""
+_MAX_FRAME_STARTS = 512  # names come from upstreams too: the table must not grow forever
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +36,18 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Bytes in, events out: ``feed(chunk) -> list[ServerSentEvent]``, ``flush() -> list``.
+    """Bytes in, events out: ``feed(chunk) -> list[ServerSentEvent]``, ``flush() -> list``;
+    ``feed_data`` / ``flush_data`` give only each event's ``data``, for readers that use
+    nothing else (no event object is built).
 
     A CR ends its line at once (the event it completes is returned without waiting for
     more bytes); an LF that follows it in the next chunk is the same line end and is
     skipped. A partial line is kept as a list of pieces, joined once its line end
     arrives, so a long line split over many chunks costs linear time.
+
+    The text is cut into blocks at blank lines. A block that is one ``data: `` line
+    (what nearly every server sends) becomes its event directly; any other block, and
+    the unfinished block at the end, go line by line through the spec's rules.
     """
 
     def __init__(self) -> None:
@@ -46,18 +62,32 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk`` and return every event it completed."""
-        return self._consume(self._utf8.decode(chunk))
+        return self._consume(self._utf8.decode(chunk), self._new_event)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream: the events still completed by the last bytes; an unterminated
         event (no blank line after it) is dropped."""
-        events = self._consume(self._utf8.decode(b"", final=True))
+        events = self._consume(self._utf8.decode(b"", final=True), self._new_event)
+        self._reset()
+        return events
+
+    def feed_data(self, chunk: bytes) -> list[str]:
+        """Like ``feed``, but only the ``data`` of each event."""
+        return self._consume(self._utf8.decode(chunk), str)
+
+    def flush_data(self) -> list[str]:
+        """Like ``flush``, but only the ``data`` of each event."""
+        data = self._consume(self._utf8.decode(b"", final=True), str)
+        self._reset()
+        return data
+
+    def _reset(self) -> None:
         self._partial = []
         self._after_cr = False
         self._event, self._data = "", []
-        return events
 
-    def _consume(self, text: str) -> list[ServerSentEvent]:
+    def _consume(self, text: str, dispatch: Callable[[str], _Dispatched]) -> list[_Dispatched]:
+        """The events ``text`` completes, each made by ``dispatch`` from its data."""
         if not self._started and text:
             self._started = True
             if text[0] == "\ufeff":
@@ -78,22 +108,33 @@ class SSEDecoder:
             # A CR at the very end may be the first half of a CRLF split across chunks.
             self._after_cr = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        rest = lines.pop()
+        blocks = text.split("\n\n")
+        rest = blocks.pop()  # the block still open, possibly empty
+        events: list[_Dispatched] = []
+        for block in blocks:
+            # The common shape: one data line, and no earlier line of its event pending
+            # (the first block may continue lines read from an earlier chunk).
+            if block.startswith("data: ") and "\n" not in block and not self._data and not self._event:
+                events.append(dispatch(block[6:]))
+                continue
+            for line in block.split("\n"):
+                self._line(line, dispatch, events)
+            self._line("", dispatch, events)  # the blank line that ended the block
+        if "\n" in rest:
+            lines = rest.split("\n")
+            rest = lines.pop()
+            for line in lines:
+                self._line(line, dispatch, events)
         if rest:
             self._partial.append(rest)
-        events: list[ServerSentEvent] = []
-        for line in lines:
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
         return events
 
-    def _line(self, line: str) -> ServerSentEvent | None:
+    def _line(self, line: str, dispatch: Callable[[str], _Dispatched], events: list[_Dispatched]) -> None:
         if not line:
-            return self._dispatch()
+            self._dispatch(dispatch, events)
+            return
         if line[0] == ":":
-            return None
+            return
         name, colon, value = line.partition(":")
         if colon and value.startswith(" "):
             value = value[1:]
@@ -106,19 +147,14 @@ class SSEDecoder:
                 self._last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             self._retry = int(value)
-        return None
 
-    def _dispatch(self) -> ServerSentEvent | None:
-        event_type, data = self._event, self._data
+    def _dispatch(self, dispatch: Callable[[str], _Dispatched], events: list[_Dispatched]) -> None:
+        if self._data:
+            events.append(dispatch("\n".join(self._data)))
         self._event, self._data = "", []
-        if not data:
-            return None
-        return ServerSentEvent(
-            data="\n".join(data),
-            event=event_type or "message",
-            id=self._last_id,
-            retry=self._retry,
-        )
+
+    def _new_event(self, data: str) -> ServerSentEvent:
+        return ServerSentEvent(data=data, event=self._event or "message", id=self._last_id, retry=self._retry)
 
 
 def encode_event(data: bytes | str, event: str | None = None) -> bytes:
@@ -128,13 +164,25 @@ def encode_event(data: bytes | str, event: str | None = None) -> bytes:
     gives back the same text, its line breaks as LF (SSE has no way to carry a CR).
     An event name cannot hold a line break: that is a ``ValueError``.
     """
-    if event and ("\n" in event or "\r" in event):
-        raise ValueError(f"An SSE event name cannot contain a line break: {event!r}")
+    start = _frame_start(event)
     if isinstance(data, bytes):
-        if b"\n" not in data and b"\r" not in data:
-            head = b"event: " + event.encode() + b"\n" if event else b""
-            return head + b"data: " + data + b"\n\n"
+        if _LF not in data and _CR not in data:
+            return start + data + b"\n\n"
         data = data.decode()
     lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     head_text = f"event: {event}\n" if event else ""
     return (head_text + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
+
+
+def _frame_start(event: str | None) -> bytes:
+    """``event: <name>\\ndata: `` (``data: `` alone without a name), or a ``ValueError``."""
+    try:
+        return _FRAME_STARTS[event]
+    except (KeyError, TypeError):
+        pass
+    if event and ("\n" in event or "\r" in event):
+        raise ValueError(f"An SSE event name cannot contain a line break: {event!r}")
+    start = b"event: " + event.encode() + b"\ndata: " if event else b"data: "
+    if isinstance(event, str) and len(_FRAME_STARTS) < _MAX_FRAME_STARTS:
+        _FRAME_STARTS[event] = start
+    return start

@@ -107,8 +107,16 @@ class Reply:
         if not events:
             return
         self.exchange.note_events(events)
-        payload = b"".join(encode_event(orjson.dumps(event), event["type"]) for event in events)
-        if any(event["type"] in _FAILURE_EVENTS for event in events):
+        dumps = orjson.dumps
+        frames: list[bytes] = []
+        failed = False
+        for event in events:
+            event_type = event["type"]
+            frames.append(encode_event(dumps(event), event_type))
+            if event_type in _FAILURE_EVENTS:
+                failed = True
+        payload = b"".join(frames)
+        if failed:
             payload = self._redact(payload)
         await self._send({"type": "http.response.body", "body": payload, "more_body": True})
 

@@ -4,6 +4,9 @@ Backends disagree on details (reference §7): reasoning arrives as ``reasoning_c
 or ``reasoning`` or inside ``<think>`` tags, tool calls in fragments or whole, errors
 nested or flat, usage with vendor-specific details. This module reads all of them into
 a few plain values; ``ChatStreamTranslator`` decides what they mean.
+
+The values are built one or more per chunk and read once, never changed. They are not
+frozen dataclasses only because building a frozen one costs two to four times as much.
 """
 
 from __future__ import annotations
@@ -25,22 +28,22 @@ _CONTEXT_LENGTH = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reasoning:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Text:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Refusal:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallFragment:
     """One ``tool_calls[]`` delta entry (or a whole call, Ollama style)."""
 
@@ -51,12 +54,12 @@ class CallFragment:
     native_input: str | None = None  # a native custom call's raw input (OpenAI ``custom``)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finish:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Usage:
     usage: JSON
 
@@ -73,11 +76,10 @@ def first_choice(choices: list[Any]) -> JSON | None:
 
 def reasoning_text(delta: JSON) -> str:
     """``reasoning_content`` (DeepSeek, llama.cpp, old vLLM) or ``reasoning`` (vLLM, Ollama)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = delta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    value = delta.get("reasoning_content")
+    if not (isinstance(value, str) and value):
+        value = delta.get("reasoning")
+    return value if isinstance(value, str) else ""
 
 
 def content_text(content: Any) -> str:
@@ -109,14 +111,14 @@ def call_fragment(entry: JSON) -> CallFragment:
     elif isinstance(function, dict):
         name = function.get("name")
         arguments = function.get("arguments")
-    if isinstance(arguments, dict | list):  # some servers send the arguments object itself
+    if isinstance(arguments, (dict, list)):  # some servers send the arguments object itself
         arguments = orjson.dumps(arguments).decode()
     return CallFragment(
-        index=index if isinstance(index, int) and not isinstance(index, bool) else None,
-        upstream_id=upstream_id if isinstance(upstream_id, str) and upstream_id else None,
-        name=name if isinstance(name, str) and name else None,
-        arguments=arguments if isinstance(arguments, str) else "",
-        native_input=native_input,
+        index if isinstance(index, int) and not isinstance(index, bool) else None,
+        upstream_id if isinstance(upstream_id, str) and upstream_id else None,
+        name if isinstance(name, str) and name else None,
+        arguments if isinstance(arguments, str) else "",
+        native_input,
     )
 
 

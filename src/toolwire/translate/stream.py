@@ -96,6 +96,7 @@ _LifecycleType = Literal[
 ]
 _ItemEventType = Literal["response.output_item.added", "response.output_item.done"]
 _PartEventType = Literal["response.content_part.added", "response.content_part.done"]
+_PartType = Literal["output_text", "refusal"]
 
 _SAFE_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 # finish_reason values that mean "the model was cut off", and the Responses reason for each.
@@ -111,7 +112,7 @@ class _OpenMessage:
     item_id: str
     output_index: int
     parts: list[JSON] = field(default_factory=list)  # closed parts
-    part_type: Literal["output_text", "refusal"] | None = None  # the open part
+    part_type: _PartType | None = None  # the open part
     part_text: list[str] = field(default_factory=list)
 
 
@@ -216,25 +217,22 @@ class ChatStreamTranslator:
         """``response.created`` and ``response.in_progress`` (empty output, no usage)."""
         if self._started:
             return []
-        self._started = True
-        self._emit_lifecycle("response.created", self._response_object("in_progress", output=[]))
-        self._emit_lifecycle(
-            "response.in_progress", self._response_object("in_progress", output=[])
-        )
+        self._begin()
         return self._take()
 
     def feed(self, chunk: JSON) -> list[StreamEvent]:
         """The events one upstream chunk (or in-stream ``{"error": ...}`` object) produces."""
         if self._final is not None:
             return []
-        events = self.start()
+        if not self._started:
+            self._begin()
         failure = upstream_failure(chunk)
         if failure is not None:
             message, code = failure
-            return events + self._fail(message, code)
+            return self._fail(message, code)
         for signal in self._signals(chunk):
             self._apply(signal)
-        return events + self._take()
+        return self._take()
 
     def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
         """The upstream ended: close open items in order and emit the terminal event.
@@ -246,7 +244,8 @@ class ChatStreamTranslator:
         """
         if self._final is not None:
             return []
-        events = self.start()
+        if not self._started:
+            self._begin()
         for signal in self._think.flush():
             self._apply(signal)
         reason = self._finish_reason
@@ -254,13 +253,13 @@ class ChatStreamTranslator:
             c.name for c in self._calls if c.state == "waiting"
         )
         if reason == "error":
-            return events + self._fail("The upstream finished with reason 'error'.", "server_error")
+            return self._fail("The upstream finished with reason 'error'.", "server_error")
         if reason is None and not ended_cleanly:
-            return events + self._fail(
+            return self._fail(
                 "The upstream stream ended before it finished (no finish reason, no [DONE]).", "server_error"
             )
         if not produced and reason is None:
-            return events + self._fail(
+            return self._fail(
                 "upstream stream ended without a finish reason", "server_error"
             )
         if (
@@ -268,7 +267,7 @@ class ChatStreamTranslator:
             and reason not in _NORMAL_FINISH_REASONS
             and reason not in _INCOMPLETE_REASONS
         ):
-            return events + self._fail(
+            return self._fail(
                 f"upstream stream ended with finish reason {reason!r} and no output", "server_error"
             )
 
@@ -297,13 +296,15 @@ class ChatStreamTranslator:
             )
             self._emit_lifecycle("response.incomplete", final)
         self._final = final
-        return events + self._take()
+        return self._take()
 
     def fail(self, message: str, *, code: str = "server_error") -> list[StreamEvent]:
         """The upstream broke (transport error, cut connection): ``error`` + ``response.failed``."""
         if self._final is not None:
             return []
-        return self.start() + self._fail(message, code)
+        if not self._started:
+            self._begin()
+        return self._fail(message, code)
 
     # ------------------------------------------------------------ chunk -> signals
 
@@ -313,9 +314,9 @@ class ChatStreamTranslator:
         choices = chunk.get("choices")
         choice = first_choice(choices) if isinstance(choices, list) else None
         if choice is not None:
-            delta = choice.get("delta") or {}
-            if isinstance(delta, dict):
-                signals.extend(self._delta_signals(delta))
+            delta = choice.get("delta")
+            if delta and isinstance(delta, dict):  # an empty delta says nothing
+                self._delta_signals(delta, signals)
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
                 signals.append(Finish(reason))
@@ -324,15 +325,17 @@ class ChatStreamTranslator:
             signals.append(Usage(usage))
         return signals
 
-    def _delta_signals(self, delta: JSON) -> list[Signal]:
-        signals: list[Signal] = []
+    def _delta_signals(self, delta: JSON, signals: list[Signal]) -> None:
+        """Append what a choice's ``delta`` says to ``signals``."""
         reasoning = reasoning_text(delta)
         if reasoning:
             signals.extend(self._think.flush())
             signals.append(Reasoning(reasoning))
-        content = content_text(delta.get("content"))
+        content = delta.get("content")
         if content:
-            signals.extend(self._think.decode(content))
+            content = content_text(content)
+            if content:
+                signals.extend(self._think.decode(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             signals.extend(self._think.flush())
@@ -349,7 +352,6 @@ class ChatStreamTranslator:
         if self._think.found_tags:
             self._think.found_tags = False
             self.conversions.append("think tags split into reasoning")
-        return signals
 
     # ------------------------------------------------------------ the state machine
 
@@ -357,26 +359,17 @@ class ChatStreamTranslator:
         """The one place where what the upstream said changes the response being built.
 
         (The ``<think>`` splitter, an incremental decoder, keeps its own small state.)
+        The most frequent signals come first.
         """
         match signal:
-            case Usage(usage):
-                self._usage = usage
-            case Finish(reason):
-                self._finish_reason = reason
-            case Reasoning(text):
-                if not isinstance(self._live, _OpenReasoning):
+            case Text() | Refusal():
+                message = self._live
+                if not isinstance(message, _OpenMessage):
                     self._close_live("completed")
                     self._flush_waiting_calls("completed")
-                    self._open_reasoning()
-                self._reasoning_delta(text)
-            case Text(text) | Refusal(text):
-                if not isinstance(self._live, _OpenMessage):
-                    self._close_live("completed")
-                    self._flush_waiting_calls("completed")
-                    self._open_message()
-                self._message_delta(
-                    "refusal" if isinstance(signal, Refusal) else "output_text", text
-                )
+                    message = self._open_message()
+                part_type: _PartType = "output_text" if isinstance(signal, Text) else "refusal"
+                self._message_delta(message, part_type, signal.text)
             case CallFragment():
                 call = self._call_for(signal)
                 if call.state == "closed":
@@ -392,6 +385,17 @@ class ChatStreamTranslator:
                     if call.state == "live" and call.kind is ToolKind.FUNCTION:
                         self._emit_arguments_delta(call, signal.arguments)
                 self._advance_calls()
+            case Reasoning():
+                reasoning = self._live
+                if not isinstance(reasoning, _OpenReasoning):
+                    self._close_live("completed")
+                    self._flush_waiting_calls("completed")
+                    reasoning = self._open_reasoning()
+                self._reasoning_delta(reasoning, signal.text)
+            case Finish():
+                self._finish_reason = signal.reason
+            case Usage():
+                self._usage = signal.usage
 
     def _call_for(self, fragment: CallFragment) -> _Call:
         """The call a fragment belongs to; a new one when it starts a call.
@@ -429,8 +433,10 @@ class ChatStreamTranslator:
         arguments are a whole JSON value (the upstream moved on to the next call).
         """
         while True:
-            waiting = next((c for c in self._calls if c.state == "waiting" and c.name), None)
-            if waiting is None:
+            for waiting in self._calls:
+                if waiting.state == "waiting" and waiting.name:
+                    break
+            else:
                 return
             if isinstance(self._live, _Call) and not self._live.looks_complete():
                 return
@@ -446,7 +452,7 @@ class ChatStreamTranslator:
 
     # ------------------------------------------------------------ items: open, stream, close
 
-    def _open_message(self) -> None:
+    def _open_message(self) -> _OpenMessage:
         message = _OpenMessage(self._new_id("msg"), self._take_output_index())
         self._live = message
         item = {
@@ -457,10 +463,9 @@ class ChatStreamTranslator:
             "content": [],
         }
         self._emit_item("response.output_item.added", message.output_index, item)
+        return message
 
-    def _message_delta(self, part_type: Literal["output_text", "refusal"], text: str) -> None:
-        message = self._live
-        assert isinstance(message, _OpenMessage)
+    def _message_delta(self, message: _OpenMessage, part_type: _PartType, text: str) -> None:
         if message.part_type != part_type:
             self._close_part(message)
             message.part_type = part_type
@@ -471,30 +476,27 @@ class ChatStreamTranslator:
             )
             self._emit_part("response.content_part.added", message, part)
         message.part_text.append(text)
-        content_index = len(message.parts)
         if part_type == "output_text":
-            self._emit(
-                OutputTextDeltaEvent(
-                    type="response.output_text.delta",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=message.item_id,
-                    output_index=message.output_index,
-                    content_index=content_index,
-                    delta=text,
-                    logprobs=[],
-                )
-            )
+            text_delta: OutputTextDeltaEvent = {
+                "type": "response.output_text.delta",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": message.item_id,
+                "output_index": message.output_index,
+                "content_index": len(message.parts),
+                "delta": text,
+                "logprobs": [],
+            }
+            self._emit(text_delta)
         else:
-            self._emit(
-                RefusalDeltaEvent(
-                    type="response.refusal.delta",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=message.item_id,
-                    output_index=message.output_index,
-                    content_index=content_index,
-                    delta=text,
-                )
-            )
+            refusal_delta: RefusalDeltaEvent = {
+                "type": "response.refusal.delta",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": message.item_id,
+                "output_index": message.output_index,
+                "content_index": len(message.parts),
+                "delta": text,
+            }
+            self._emit(refusal_delta)
 
     def _close_part(self, message: _OpenMessage) -> None:
         if message.part_type is None:
@@ -504,35 +506,33 @@ class ChatStreamTranslator:
         part: JSON
         if message.part_type == "output_text":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-            self._emit(
-                OutputTextDoneEvent(
-                    type="response.output_text.done",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=message.item_id,
-                    output_index=message.output_index,
-                    content_index=content_index,
-                    text=text,
-                    logprobs=[],
-                )
-            )
+            text_done: OutputTextDoneEvent = {
+                "type": "response.output_text.done",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": message.item_id,
+                "output_index": message.output_index,
+                "content_index": content_index,
+                "text": text,
+                "logprobs": [],
+            }
+            self._emit(text_done)
         else:
             part = {"type": "refusal", "refusal": text}
-            self._emit(
-                RefusalDoneEvent(
-                    type="response.refusal.done",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=message.item_id,
-                    output_index=message.output_index,
-                    content_index=content_index,
-                    refusal=text,
-                )
-            )
+            refusal_done: RefusalDoneEvent = {
+                "type": "response.refusal.done",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": message.item_id,
+                "output_index": message.output_index,
+                "content_index": content_index,
+                "refusal": text,
+            }
+            self._emit(refusal_done)
         self._emit_part("response.content_part.done", message, part)
         message.parts.append(part)
         message.part_type = None
         message.part_text = []
 
-    def _open_reasoning(self) -> None:
+    def _open_reasoning(self) -> _OpenReasoning:
         reasoning = _OpenReasoning(self._new_id("rs"), self._take_output_index())
         self._live = reasoning
         item = {
@@ -546,21 +546,19 @@ class ChatStreamTranslator:
         self._emit_part(
             "response.content_part.added", reasoning, {"type": "reasoning_text", "text": ""}
         )
+        return reasoning
 
-    def _reasoning_delta(self, text: str) -> None:
-        reasoning = self._live
-        assert isinstance(reasoning, _OpenReasoning)
+    def _reasoning_delta(self, reasoning: _OpenReasoning, text: str) -> None:
         reasoning.text.append(text)
-        self._emit(
-            ReasoningTextDeltaEvent(
-                type="response.reasoning_text.delta",
-                sequence_number=self._next_sequence_number(),
-                item_id=reasoning.item_id,
-                output_index=reasoning.output_index,
-                content_index=0,
-                delta=text,
-            )
-        )
+        event: ReasoningTextDeltaEvent = {
+            "type": "response.reasoning_text.delta",
+            "sequence_number": self._next_sequence_number(),
+            "item_id": reasoning.item_id,
+            "output_index": reasoning.output_index,
+            "content_index": 0,
+            "delta": text,
+        }
+        self._emit(event)
 
     def _promote(self, call: _Call) -> None:
         """Put a waiting call on the wire: ``output_item.added`` and its buffered arguments."""
@@ -625,16 +623,15 @@ class ChatStreamTranslator:
         elif isinstance(live, _OpenReasoning):
             text = "".join(live.text)
             part = {"type": "reasoning_text", "text": text}
-            self._emit(
-                ReasoningTextDoneEvent(
-                    type="response.reasoning_text.done",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=live.item_id,
-                    output_index=live.output_index,
-                    content_index=0,
-                    text=text,
-                )
-            )
+            done: ReasoningTextDoneEvent = {
+                "type": "response.reasoning_text.done",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": live.item_id,
+                "output_index": live.output_index,
+                "content_index": 0,
+                "text": text,
+            }
+            self._emit(done)
             self._emit_part("response.content_part.done", live, part)
             item = {
                 "id": live.item_id,
@@ -654,24 +651,22 @@ class ChatStreamTranslator:
         if call.kind is ToolKind.CUSTOM:
             text = self._custom_input(call)
             if text:
-                self._emit(
-                    CustomToolCallInputDeltaEvent(
-                        type="response.custom_tool_call_input.delta",
-                        sequence_number=self._next_sequence_number(),
-                        item_id=call.item_id,
-                        output_index=call.output_index,
-                        delta=text,
-                    )
-                )
-            self._emit(
-                CustomToolCallInputDoneEvent(
-                    type="response.custom_tool_call_input.done",
-                    sequence_number=self._next_sequence_number(),
-                    item_id=call.item_id,
-                    output_index=call.output_index,
-                    input=text,
-                )
-            )
+                input_delta: CustomToolCallInputDeltaEvent = {
+                    "type": "response.custom_tool_call_input.delta",
+                    "sequence_number": self._next_sequence_number(),
+                    "item_id": call.item_id,
+                    "output_index": call.output_index,
+                    "delta": text,
+                }
+                self._emit(input_delta)
+            input_done: CustomToolCallInputDoneEvent = {
+                "type": "response.custom_tool_call_input.done",
+                "sequence_number": self._next_sequence_number(),
+                "item_id": call.item_id,
+                "output_index": call.output_index,
+                "input": text,
+            }
+            self._emit(input_done)
             item = {
                 "id": call.item_id,
                 "type": "custom_tool_call",
@@ -694,15 +689,15 @@ class ChatStreamTranslator:
         arguments = self._function_arguments(call, status)
         if not streamed and arguments:
             self._emit_arguments_delta(call, arguments)
-        done = FunctionCallArgumentsDoneEvent(
-            type="response.function_call_arguments.done",
-            sequence_number=self._next_sequence_number(),
-            item_id=call.item_id,
-            output_index=call.output_index,
-            arguments=arguments,
-            name=call.client_name,
-        )
-        self._emit(done)
+        arguments_done: FunctionCallArgumentsDoneEvent = {
+            "type": "response.function_call_arguments.done",
+            "sequence_number": self._next_sequence_number(),
+            "item_id": call.item_id,
+            "output_index": call.output_index,
+            "arguments": arguments,
+            "name": call.client_name,
+        }
+        self._emit(arguments_done)
         item = {
             "id": call.item_id,
             "type": "function_call",
@@ -821,16 +816,15 @@ class ChatStreamTranslator:
         error_type = (
             "invalid_request_error" if code == "context_length_exceeded" else "server_error"
         )
-        self._emit(
-            ErrorEvent(
-                type="error",
-                sequence_number=self._next_sequence_number(),
-                code=code,
-                message=message,
-                param=None,
-                error={"type": error_type, "code": code, "message": message, "param": None},
-            )
-        )
+        error: ErrorEvent = {
+            "type": "error",
+            "sequence_number": self._next_sequence_number(),
+            "code": code,
+            "message": message,
+            "param": None,
+            "error": {"type": error_type, "code": code, "message": message, "param": None},
+        }
+        self._emit(error)
         final = self._response_object(
             "failed",
             output=list(self._output),
@@ -868,6 +862,15 @@ class ChatStreamTranslator:
             **self._echo,
         }
 
+    def _begin(self) -> None:
+        """The stream's first events, ``response.created`` and ``response.in_progress``,
+        left for the public call that began it to return."""
+        self._started = True
+        self._emit_lifecycle("response.created", self._response_object("in_progress", output=[]))
+        self._emit_lifecycle(
+            "response.in_progress", self._response_object("in_progress", output=[])
+        )
+
     def _emit(self, event: StreamEvent) -> None:
         self._events.append(event)
 
@@ -892,47 +895,45 @@ class ChatStreamTranslator:
         return f"{prefix}_{digest[:length]}"
 
     def _emit_lifecycle(self, kind: _LifecycleType, response: JSON) -> None:
-        self._emit(
-            ResponseLifecycleEvent(
-                type=kind, sequence_number=self._next_sequence_number(), response=response
-            )
-        )
+        event: ResponseLifecycleEvent = {
+            "type": kind,
+            "sequence_number": self._next_sequence_number(),
+            "response": response,
+        }
+        self._emit(event)
 
     def _emit_item(self, kind: _ItemEventType, output_index: int, item: JSON) -> None:
-        self._emit(
-            OutputItemEvent(
-                type=kind,
-                sequence_number=self._next_sequence_number(),
-                output_index=output_index,
-                item=item,
-            )
-        )
+        event: OutputItemEvent = {
+            "type": kind,
+            "sequence_number": self._next_sequence_number(),
+            "output_index": output_index,
+            "item": item,
+        }
+        self._emit(event)
 
     def _emit_part(
         self, kind: _PartEventType, item: _OpenMessage | _OpenReasoning, part: JSON
     ) -> None:
         content_index = len(item.parts) if isinstance(item, _OpenMessage) else 0
-        self._emit(
-            ContentPartEvent(
-                type=kind,
-                sequence_number=self._next_sequence_number(),
-                item_id=item.item_id,
-                output_index=item.output_index,
-                content_index=content_index,
-                part=part,
-            )
-        )
+        event: ContentPartEvent = {
+            "type": kind,
+            "sequence_number": self._next_sequence_number(),
+            "item_id": item.item_id,
+            "output_index": item.output_index,
+            "content_index": content_index,
+            "part": part,
+        }
+        self._emit(event)
 
     def _emit_arguments_delta(self, call: _Call, delta: str) -> None:
-        self._emit(
-            FunctionCallArgumentsDeltaEvent(
-                type="response.function_call_arguments.delta",
-                sequence_number=self._next_sequence_number(),
-                item_id=call.item_id,
-                output_index=call.output_index,
-                delta=delta,
-            )
-        )
+        event: FunctionCallArgumentsDeltaEvent = {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": self._next_sequence_number(),
+            "item_id": call.item_id,
+            "output_index": call.output_index,
+            "delta": delta,
+        }
+        self._emit(event)
 
 def _starts_another_call(call: _Call, fragment: CallFragment) -> bool:
     """Whether a fragment at ``call``'s index is really the start of another call."""

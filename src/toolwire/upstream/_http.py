@@ -193,30 +193,33 @@ class SSEBatches:
         decoder = SSEDecoder()
         try:
             async for data in self._response.content.iter_any():
-                batch = self._parse_all(decoder.feed(data))
+                batch = self._parse_all(decoder.feed_data(data))
                 if batch:
                     yield batch
                 if self.ended_cleanly:
                     await _drain(self._response)
                     return
-            batch = self._parse_all(decoder.flush())
+            batch = self._parse_all(decoder.flush_data())
             if batch:
                 yield batch
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _stream_error(exc, self._read_timeout) from exc
 
-    def _parse_all(self, events: list[Any]) -> list[JSON]:
+    def _parse_all(self, payloads: list[str]) -> list[JSON]:
+        """The objects the ``data`` of these events hold, up to the stream's end marker."""
         batch: list[JSON] = []
-        for event in events:
-            if self.ended_cleanly:
-                break
-            if event.data == "[DONE]":
+        if self.ended_cleanly:
+            return batch
+        parse, is_terminal = self._parse, self._is_terminal
+        for data in payloads:
+            if data == "[DONE]":
                 self.ended_cleanly = True
                 break
-            parsed = self._parse(event.data)
+            parsed = parse(data)
             batch.append(parsed)
-            if self._is_terminal is not None and self._is_terminal(parsed):
+            if is_terminal is not None and is_terminal(parsed):
                 self.ended_cleanly = True
+                break
         return batch
 
 
