@@ -103,8 +103,11 @@ class Reply:
         self.started = True
         await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
 
-    async def events(self, events: list[Any]) -> None:
+    async def events(self, events: list[Any], *, last: bool = False) -> None:
+        """Send ``events``; ``last`` ends the stream in the same write."""
         if not events:
+            if last:
+                await self.end_stream()
             return
         self.exchange.note_events(events)
         dumps = orjson.dumps
@@ -118,7 +121,7 @@ class Reply:
         payload = b"".join(frames)
         if failed:
             payload = self._redact(payload)
-        await self._send({"type": "http.response.body", "body": payload, "more_body": True})
+        await self._send({"type": "http.response.body", "body": payload, "more_body": not last})
 
     async def end_stream(self) -> None:
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -128,8 +131,7 @@ class Reply:
         if not self.started:
             await self.error(GatewayShuttingDown("The gateway is shutting down; retry the request."))
         elif self.machine is not None and not self.machine.finished:
-            await self.events(self.machine.fail("The gateway is shutting down."))
-            await self.end_stream()
+            await self.events(self.machine.fail("The gateway is shutting down."), last=True)
 
     def conclude(self) -> None:
         """Record on the exchange how it ended, if nothing recorded it yet."""
@@ -189,15 +191,14 @@ async def pump(reply: Reply, batches: StreamBatches, machine: StreamMachine, kee
         if not machine.finished:
             events.extend(machine.finish(completed_at=int(time.time()), ended_cleanly=batches.ended_cleanly))
         await _keep_quietly(keep, machine.response)
-        await reply.events(events)
     except UpstreamError as exc:
-        await reply.events(events + machine.fail(exc.message))
+        events += machine.fail(exc.message)
     except OSError:
         raise  # the client is gone: nothing more can be sent
     except Exception as exc:
         log.error("stream translation failed", exc_info=exc)
-        await reply.events(events + machine.fail("The gateway failed while translating the stream."))
-    await reply.end_stream()
+        events += machine.fail("The gateway failed while translating the stream.")
+    await reply.events(events, last=True)  # the terminal event and the end of the body: one write
 
 
 async def _keep_quietly(keep: Keep, response: dict[str, Any]) -> None:
