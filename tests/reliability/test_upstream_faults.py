@@ -258,6 +258,23 @@ def test_a_finished_stream_without_done_still_completes(faulty: GatewayProcess, 
     assert output_text(end["response"]) == "All done."
 
 
+def test_the_answer_ends_at_done_even_if_the_upstream_keeps_the_body_open(
+    faulty: GatewayProcess, upstream: ChatUpstream
+) -> None:
+    """``[DONE]`` ends the answer: its terminal event goes out at once, not when the
+    upstream gets round to ending the body (the rest is drained afterwards, for the
+    connection pool; the drain gives up after a second)."""
+    lines = [chunk(role="assistant", content="All "), chunk(content="done."), finish_chunk("stop"), DONE]
+    upstream.enqueue(Raw(lines, linger=5.0), Text("the next request is answered"))
+    started = time.monotonic()
+    end = terminal(stream(faulty, BODY))
+    took = time.monotonic() - started
+    assert end["type"] == "response.completed"
+    assert output_text(end["response"]) == "All done."
+    assert took < 0.9, f"the terminal event waited {took:.2f} s for the upstream's body to end"
+    assert output_text(terminal(stream(faulty, BODY))["response"]) == "the next request is answered"
+
+
 def test_a_garbage_non_streaming_answer_is_502_and_not_retried(faulty: GatewayProcess, upstream: ChatUpstream) -> None:
     upstream.enqueue(Raw([b"not json at all"], content_type="application/json"), Text("a retry would get this"))
     response = post(faulty, BODY)

@@ -190,11 +190,14 @@ class Raw:
     """Exact bytes: each element is written verbatim, in its own write.
 
     Nothing is added, so include ``data: `` prefixes and blank lines yourself.
+    ``linger`` keeps the body open that many seconds after the last line, as a server
+    that sends ``[DONE]`` and closes the body later does.
     """
 
     lines: Sequence[bytes]
     status: int = 200
     content_type: str = "text/event-stream"
+    linger: float = 0.0
 
 
 Reply: TypeAlias = Text | ToolCalls | HttpError | StreamError | Cut | Stall | Raw
@@ -722,6 +725,8 @@ class ChatUpstream:
         await response.prepare(request)
         for line in reply.lines:
             await response.write(line)
+        if reply.linger:
+            await asyncio.sleep(reply.linger)
         await response.write_eof()
         return response
 

@@ -184,8 +184,8 @@ async def pump(reply: Reply, batches: StreamBatches, machine: StreamMachine, kee
                 events.extend(machine.feed(item))
                 if machine.finished:
                     break
-            if machine.finished:
-                break
+            if machine.finished or batches.ended_cleanly:
+                break  # the end marker came: the terminal events go out in one write with this batch's
             await reply.events(events)
             events = []
         if not machine.finished:

@@ -17,8 +17,10 @@ class StreamBatches(Protocol):
     Everything that arrived together is translated and sent on together; when the
     upstream trickles, a batch holds one object. Iterating raises ``UpstreamError``
     when the stream breaks, stalls longer than the read timeout, or carries data that
-    is not JSON. After iteration, ``ended_cleanly`` says whether the upstream said it
-    was done (``[DONE]``, or a terminal event) rather than just stopping.
+    is not JSON. ``ended_cleanly`` says whether the upstream said it was done
+    (``[DONE]``, or a terminal event) rather than just stopping; it turns true with the
+    batch that held the end marker, so a reader can finish without waiting for the
+    body's last bytes.
     """
 
     @property

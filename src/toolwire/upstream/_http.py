@@ -126,10 +126,17 @@ class HttpEndpoint:
     ) -> AsyncIterator[SSEBatches]:
         response = await self.post(body)
         del body  # only needed for retries, which are over once the answer has begun
+        batches = SSEBatches(response, self.read_timeout, parse, is_terminal)
         try:
-            yield SSEBatches(response, self.read_timeout, parse, is_terminal)
+            yield batches
         finally:
-            response.close()  # an unfinished stream closes the connection: the upstream sees it
+            try:
+                if batches.ended_cleanly:
+                    # Only now, when the caller is done with the stream: the body's last
+                    # bytes never hold up the answer's end.
+                    await _drain(response)
+            finally:
+                response.close()  # an unfinished stream closes the connection: the upstream sees it
 
     async def check(self) -> None:
         """Raise ``UpstreamError`` unless ``GET {base_url}/models`` answers within a few seconds."""
@@ -170,7 +177,9 @@ class SSEBatches:
     """A streamed SSE body: parsed ``data`` payloads, one list per network read.
 
     Reading stops at ``[DONE]`` or after an object ``is_terminal`` accepts; either sets
-    ``ended_cleanly``. What follows is drained so the connection returns to the pool.
+    ``ended_cleanly``, at once, with the batch that held it. What follows is drained by
+    ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
+    pool.
     """
 
     def __init__(
@@ -197,7 +206,6 @@ class SSEBatches:
                 if batch:
                     yield batch
                 if self.ended_cleanly:
-                    await _drain(self._response)
                     return
             batch = self._parse_all(decoder.flush_data())
             if batch:
