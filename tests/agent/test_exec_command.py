@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -69,6 +71,22 @@ async def test_a_command_is_killed_at_its_timeout(full_access: ToolContext) -> N
     assert not output.success
     assert str(output.content).startswith("Killed after the 0.3 s timeout")
     assert str(output.content).endswith("Output:\nbefore\n")
+
+
+async def test_the_timeout_does_not_wait_for_a_process_that_left_the_group(
+    full_access: ToolContext,
+) -> None:
+    """``setsid`` puts a process out of reach of the group kill; it still holds the
+    output pipe, and the timeout must not wait for it to let go."""
+    started = time.monotonic()
+    output = await ExecCommand().run(
+        {"cmd": "setsid sleep 20 & echo $!; sleep 30", "timeout_ms": 300}, full_access
+    )
+    took = time.monotonic() - started
+    pid = int(str(output.content).split("Output:\n", 1)[1])
+    os.kill(pid, signal.SIGKILL)
+    assert took < 5, f"the timed-out command returned after {took:.1f} s"
+    assert str(output.content).startswith("Killed after the 0.3 s timeout")
 
 
 async def test_the_handler_caps_the_timeout_the_model_asks_for(full_access: ToolContext) -> None:

@@ -95,7 +95,7 @@ async def run_command(
         timed_out = True
     finally:
         _kill_group(process.pid)
-        await process.wait()
+        await _exited(process)
     return CommandResult(
         exit_code=None if timed_out else process.returncode,
         output=capture.text(),
@@ -129,6 +129,14 @@ async def _wait_and_read(process: asyncio.subprocess.Process, capture: OutputCap
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Wait for the shell itself to exit. Not ``Process.wait()``: that also waits for the
+    output to close, which a process that left the group (``setsid cmd &``) can hold
+    open for as long as it runs, long after a timeout or Ctrl-C."""
+    while process.returncode is None:
+        await asyncio.sleep(_EXIT_POLL_SECONDS)
 
 
 def _kill_group(pid: int) -> None:
