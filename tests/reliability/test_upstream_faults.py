@@ -275,6 +275,16 @@ def test_the_answer_ends_at_done_even_if_the_upstream_keeps_the_body_open(
     assert output_text(terminal(stream(faulty, BODY))["response"]) == "the next request is answered"
 
 
+def test_the_rest_of_a_finished_body_is_read_not_cut(faulty: GatewayProcess, upstream: ChatUpstream) -> None:
+    """After the answer is out, the gateway still reads the upstream body to its end
+    (so the connection goes back to the pool) instead of closing the connection on it."""
+    lines = [chunk(role="assistant", content="All "), chunk(content="done."), finish_chunk("stop"), DONE]
+    upstream.enqueue(Raw(lines, linger=0.3))
+    assert terminal(stream(faulty, BODY))["type"] == "response.completed"
+    time.sleep(0.6)  # the upstream ends its body 0.3 s after [DONE]
+    assert upstream.disconnects == []
+
+
 def test_a_garbage_non_streaming_answer_is_502_and_not_retried(faulty: GatewayProcess, upstream: ChatUpstream) -> None:
     upstream.enqueue(Raw([b"not json at all"], content_type="application/json"), Text("a retry would get this"))
     response = post(faulty, BODY)

@@ -682,7 +682,7 @@ class ChatUpstream:
         if isinstance(reply, HttpError):
             return _http_error_response(reply)
         if isinstance(reply, Raw):
-            return await self._write_raw(request, reply)
+            return await self._write_raw(request, index, reply)
         completion = reply if isinstance(reply, Text | ToolCalls) else reply.reply
         ctx = self._context(request_json, index)
         if request_json.get("stream") is True:
@@ -718,16 +718,24 @@ class ChatUpstream:
             created=int(time.time()),
         )
 
-    async def _write_raw(self, request: web.Request, reply: Raw) -> web.StreamResponse:
+    async def _write_raw(self, request: web.Request, index: int, reply: Raw) -> web.StreamResponse:
         response = web.StreamResponse(
             status=reply.status, headers={"Content-Type": reply.content_type}
         )
-        await response.prepare(request)
-        for line in reply.lines:
-            await response.write(line)
-        if reply.linger:
-            await asyncio.sleep(reply.linger)
-        await response.write_eof()
+        started_at = time.monotonic()
+        try:
+            await response.prepare(request)
+            for line in reply.lines:
+                await response.write(line)
+            if reply.linger:
+                await asyncio.sleep(reply.linger)
+            await response.write_eof()
+        except ConnectionError:  # a write found the transport closed
+            self._note_disconnect(index, started_at)
+        except asyncio.CancelledError:  # aiohttp cancels the handler when the peer closes
+            if not self._stopping:
+                self._note_disconnect(index, started_at)
+            raise
         return response
 
     async def _stream(

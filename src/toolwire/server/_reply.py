@@ -80,6 +80,8 @@ class Reply:
         self._send = send
         self._redact = redact
         self.started = False
+        self.complete = False
+        """The answer's last byte has been handed to the server."""
         self.machine: StreamMachine | None = None
 
     async def error(self, exc: BaseException) -> None:
@@ -91,12 +93,14 @@ class Reply:
             headers.append((b"retry-after", error.retry_after.encode("latin-1", "replace")))
         self.started = True
         await send_bytes(self._send, error.status, self._redact(orjson.dumps(error.to_body())), b"application/json", headers)
+        self.complete = True
 
     async def response(self, response: dict[str, Any]) -> None:
         """A whole (non-streamed) Response object."""
         self.exchange.finish(str(response.get("status", "completed")), response=response)
         self.started = True
         await send_bytes(self._send, 200, orjson.dumps(response), b"application/json")
+        self.complete = True
 
     async def start_stream(self, machine: StreamMachine) -> None:
         self.machine = machine
@@ -122,9 +126,11 @@ class Reply:
         if failed:
             payload = self._redact(payload)
         await self._send({"type": "http.response.body", "body": payload, "more_body": not last})
+        self.complete = last
 
     async def end_stream(self) -> None:
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        self.complete = True
 
     async def cut_short(self) -> None:
         """The server is shutting down with this exchange unfinished: end it properly."""

@@ -64,6 +64,11 @@ class ResponsesEndpoint:
         disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
         try:
             await asyncio.wait({work, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+            if reply.complete and not work.done():
+                # The answer is out, which the server reports as a disconnect; the exchange
+                # is still closing its upstream stream (reading the rest of the body puts
+                # the connection back in the pool, for a second at most): let it.
+                await asyncio.wait({work})
         except asyncio.CancelledError:
             # The server is shutting down and its grace period is over.
             await _cancel(work, disconnect)
