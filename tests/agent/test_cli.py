@@ -143,7 +143,12 @@ def test_ctrl_c_stops_the_tools_and_exits_130(server: ResponsesServer, tmp_path:
     server.enqueue(
         ScriptedResponse([function_call("exec_command", f'{{"cmd": "{command}"}}', "call_1")])
     )
-    script = "import typer; from toolwire.agent import agent_command; typer.run(agent_command)"
+    # Ctrl-C in a terminal: SIGINT raises KeyboardInterrupt. (A process started in the
+    # background of a non-interactive shell, as CI may be, inherits SIGINT ignored.)
+    script = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "import typer; from toolwire.agent import agent_command; typer.run(agent_command)"
+    )
     process = subprocess.Popen(
         [
             sys.executable,

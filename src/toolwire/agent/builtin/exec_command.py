@@ -28,6 +28,7 @@ from .._policy import ApprovalRequest, is_read_only_command
 
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
 _EXIT_POLL_SECONDS = 0.05
+_READ_LIMIT = 2**16  # asyncio's own default for subprocess streams
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,11 @@ async def run_command(
 ) -> CommandResult:
     """Run ``argv`` to its end or its timeout; cancelling kills its whole process group."""
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    # ``create_subprocess_exec``, keeping the transport: it must be closed even when a
+    # process that left the group still holds the output pipe.
+    transport, protocol = await loop.subprocess_exec(
+        lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=_READ_LIMIT, loop=loop),
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
@@ -86,6 +91,7 @@ async def run_command(
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    process = asyncio.subprocess.Process(transport, protocol, loop)
     capture = OutputCapture(output_limit)
     timed_out = False
     try:
@@ -96,6 +102,7 @@ async def run_command(
     finally:
         _kill_group(process.pid)
         await _exited(process)
+        transport.close()
     return CommandResult(
         exit_code=None if timed_out else process.returncode,
         output=capture.text(),
