@@ -7,14 +7,14 @@ same errors (paths included) as without the cache, and the same depth limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
 import pytest
 
 from toolwire.errors import RequestError
-from toolwire.protocol import AdditionalToolsItem, ToolSearchOutputItem, parse_request
+from toolwire.protocol import AdditionalToolsItem, ToolSearchOutputItem, ToolSpec, parse_request
 from toolwire.protocol._depth import HEADROOM, MAX_JSON_DEPTH, check_depth, json_at_depth
 from toolwire.protocol._tool_cache import TOOL_LISTS, LeastRecentlyUsed, ToolListCache
 
@@ -288,6 +288,24 @@ def test_json_size_knows_a_kept_list_by_its_very_specs() -> None:
     assert TOOL_LISTS.json_size(list(reversed(request.tools))) is None
     assert TOOL_LISTS.json_size(parse_request(orjson.loads(v1_body(tools))).tools or []) is None
     assert TOOL_LISTS.json_size([]) is None
+
+
+def test_what_is_derived_from_a_kept_list_is_built_once() -> None:
+    tools = [function("derived"), function("once")]
+    builds: list[int] = []
+
+    def names(specs: Sequence[ToolSpec]) -> list[str]:
+        builds.append(len(specs))
+        return [spec.type for spec in specs]
+
+    kept = parse_request(v1_body(tools)).tools or []
+    again = parse_request(v1_body(tools)).tools or []  # the same specs, in a new list
+    assert TOOL_LISTS.derived(kept, names) is TOOL_LISTS.derived(again, names)
+    assert builds == [2]
+    fresh = parse_request(orjson.loads(v1_body(tools))).tools or []  # a dict body: not kept
+    assert TOOL_LISTS.derived(fresh, names) == ["function", "function"]
+    assert TOOL_LISTS.derived(kept[:1], names) == ["function"]  # not a kept list: built each time
+    assert builds == [2, 2, 1]
 
 
 def test_a_dropped_list_is_no_longer_known_by_its_specs() -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import orjson
 from pydantic import TypeAdapter
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class LeastRecentlyUsed(Generic[K, V]):
@@ -106,7 +107,7 @@ class ToolListCache:
 
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self._entries: LeastRecentlyUsed[_Probe, _Kept] = LeastRecentlyUsed(max_entries, max_weight=max_bytes)
-        # id of a kept list's first spec -> the list: which specs are kept (``json_size``)
+        # id of a kept list's first spec -> the list: which specs are kept (``_kept``)
         self._by_first_spec: dict[int, _Kept] = {}
 
     def get(self, depth: int, json: bytes) -> tuple[ToolSpec, ...] | None:
@@ -118,7 +119,7 @@ class ToolListCache:
 
     def put(self, depth: int, json: bytes, specs: Sequence[ToolSpec]) -> None:
         """Keep ``specs``, validated from the list whose JSON at ``depth`` is ``json``."""
-        kept = (json, tuple(specs))
+        kept: _Kept = (json, tuple(specs), {})
         if kept[1]:
             self._by_first_spec[id(kept[1][0])] = kept
         for dropped in self._entries.put(_probe(depth, json), kept, weight=len(json)):
@@ -128,10 +129,27 @@ class ToolListCache:
     def json_size(self, specs: Sequence[ToolSpec]) -> int | None:
         """The length of the JSON of the list whose kept specs are ``specs`` (the very
         objects, in order); None if they are not a kept list."""
+        kept = self._kept(specs)
+        return None if kept is None else len(kept[0])
+
+    def derived(self, specs: Sequence[ToolSpec], build: Callable[[Sequence[ToolSpec]], T]) -> T:
+        """``build(specs)``; when ``specs`` are a kept list's very specs, built once and kept
+        with the list. ``build`` must depend on the specs alone, and its result, shared by
+        every request declaring the list, must not be changed."""
+        kept = self._kept(specs)
+        if kept is None:
+            return build(specs)
+        known = kept[2].get(build)
+        if known is None:
+            known = kept[2][build] = build(specs)
+        return cast("T", known)
+
+    def _kept(self, specs: Sequence[ToolSpec]) -> _Kept | None:
+        """The kept list whose specs are ``specs``, the very objects in order, if any."""
         kept = self._by_first_spec.get(id(specs[0])) if specs else None
         if kept is None or len(kept[1]) != len(specs) or any(a is not b for a, b in zip(kept[1], specs, strict=True)):
             return None
-        return len(kept[0])
+        return kept
 
     def clear(self) -> None:
         self._entries.clear()
@@ -141,7 +159,8 @@ class ToolListCache:
         return len(self._entries)
 
 
-_Kept = tuple[bytes, tuple[ToolSpec, ...]]  # a list's JSON and its specs
+_Kept = tuple[bytes, tuple[ToolSpec, ...], dict[Callable[..., object], object]]
+"""A list's JSON, its specs, and what was derived from them (``ToolListCache.derived``)."""
 _Probe = tuple[int, int, bytes, bytes]
 _PROBE_BYTES = 256
 

@@ -33,7 +33,7 @@ answered it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import TypeVar, cast
 
 from prometheus_client import (
     CollectorRegistry,
@@ -78,22 +78,6 @@ class BoundedLabel:
 
 
 _Metric = TypeVar("_Metric", Counter, Histogram)
-
-
-class Children(Generic[_Metric]):
-    """A metric's labelled children by their label values: a dict lookup per use, where
-    ``metric.labels(...)`` validates the values and takes a lock every time. The values
-    are bounded (``BoundedLabel``, configured names, HTTP statuses), and so is the dict."""
-
-    def __init__(self, metric: _Metric) -> None:
-        self.metric: _Metric = metric
-        self._children: dict[tuple[str, ...], _Metric] = {}
-
-    def __call__(self, *values: str) -> _Metric:
-        child = self._children.get(values)
-        if child is None:
-            child = self._children[values] = self.metric.labels(*values)
-        return child
 
 
 def upstream_error_kind(exchange: Exchange) -> str | None:
@@ -145,7 +129,7 @@ class MetricsObserver:
             "toolwire_conversions", "Conversions applied to requests and streams.",
             ["upstream", "conversion"], registry=r,
         )
-        self._children = _MetricChildren(self)
+        self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
@@ -156,23 +140,33 @@ class MetricsObserver:
     def finished(self, exchange: Exchange) -> None:
         self._in_progress.pop(exchange.request_id, None)
         model, upstream = self._model(exchange.model), exchange.upstream or ""
-        children = self._children
-        children.requests(model, upstream, str(exchange.status), exchange.outcome).inc()
+        labelled = self._labelled
+        labelled(self.requests, model, upstream, str(exchange.status), exchange.outcome).inc()
         if exchange.latency is not None:
-            children.duration(model, upstream).observe(exchange.latency)
+            labelled(self.duration, model, upstream).observe(exchange.latency)
         if exchange.stream and exchange.time_to_first_token is not None:
-            children.time_to_first_token(model, upstream).observe(exchange.time_to_first_token)
+            labelled(self.time_to_first_token, model, upstream).observe(exchange.time_to_first_token)
         kind = upstream_error_kind(exchange)
         if kind is not None:
-            children.upstream_errors(upstream, self._error_kind(kind)).inc()
+            labelled(self.upstream_errors, upstream, self._error_kind(kind)).inc()
         if exchange.usage:
             for token_kind, count in _token_counts(exchange.usage):
-                children.tokens(model, upstream, token_kind).inc(count)
+                labelled(self.tokens, model, upstream, token_kind).inc(count)
         for call in exchange.tool_calls:
             tool = call.name if call.namespace is None else f"{call.namespace}.{call.name}"
-            children.tool_calls(upstream, call.type, self._tool(tool)).inc()
+            labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()
         for conversion in exchange.conversions:
-            children.conversions(upstream, self._conversion(conversion)).inc()
+            labelled(self.conversions, upstream, self._conversion(conversion)).inc()
+
+    def _labelled(self, metric: _Metric, *values: str) -> _Metric:
+        """``metric.labels(*values)``, looked up in a dict: ``labels`` validates the values
+        and takes a lock every time. The values are bounded (``BoundedLabel``, configured
+        upstream names, HTTP statuses), and so is the dict."""
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return cast("_Metric", child)
 
     @property
     def route(self) -> Route:
@@ -183,19 +177,6 @@ class MetricsObserver:
             return Response(encoder(self.registry), headers={"content-type": content_type})
 
         return Route("/metrics", metrics, methods=["GET"])
-
-
-class _MetricChildren:
-    """``Children`` of each labelled metric of one observer."""
-
-    def __init__(self, metrics: MetricsObserver) -> None:
-        self.requests = Children(metrics.requests)
-        self.duration = Children(metrics.duration)
-        self.time_to_first_token = Children(metrics.time_to_first_token)
-        self.upstream_errors = Children(metrics.upstream_errors)
-        self.tokens = Children(metrics.tokens)
-        self.tool_calls = Children(metrics.tool_calls)
-        self.conversions = Children(metrics.conversions)
 
 
 def _token_counts(usage: dict[str, object]) -> Iterator[tuple[str, int]]:

@@ -6,15 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolwire.protocol import ResponsesRequest, ToolSpec
-from toolwire.protocol._tool_cache import LeastRecentlyUsed
+from toolwire.protocol._tool_cache import TOOL_LISTS
 
 JSON = dict[str, Any]
-
-# The echoed ``tools`` of the last tool lists seen, by the identity of their specs: a
-# client that resends the same tools gets the very same spec objects (the tool-list
-# cache), so their echo is built once. Each entry holds its specs, so no id is reused
-# while it is kept. The lists are shared by every Response echoing them: never mutated.
-_ECHOED_TOOLS: LeastRecentlyUsed[tuple[int, ...], tuple[tuple[ToolSpec, ...], list[JSON]]] = LeastRecentlyUsed(64)
 
 # Request fields a Response echoes when the client sent them (reference §4.1).
 _ECHOED_EXTRA = (
@@ -33,7 +27,9 @@ def echo_request(request: ResponsesRequest) -> JSON:
     """The request parameters every Response object repeats, in Responses shape."""
     echo: JSON = {
         "instructions": request.instructions,
-        "tools": echoed_tools(request.tools or ()),
+        # A client that resends its tools gets the very same specs (the tool-list cache):
+        # their echo is built once, and shared by every Response echoing them.
+        "tools": TOOL_LISTS.derived(request.tools or (), _echoed_tools),
         "tool_choice": request.tool_choice if request.tool_choice is not None else "auto",
         "parallel_tool_calls": request.parallel_tool_calls
         if request.parallel_tool_calls is not None
@@ -56,14 +52,6 @@ def echo_request(request: ResponsesRequest) -> JSON:
     return echo
 
 
-def echoed_tools(tools: Sequence[ToolSpec]) -> list[JSON]:
-    """The ``tools`` a Response repeats: the specs as the client sent them (shared, read-only)."""
-    if not tools:
-        return []
-    key = tuple(id(tool) for tool in tools)
-    kept = _ECHOED_TOOLS.get(key)
-    if kept is not None:
-        return kept[1]
-    echoed = [tool.shared_dump() for tool in tools]
-    _ECHOED_TOOLS.put(key, (tuple(tools), echoed))
-    return echoed
+def _echoed_tools(tools: Sequence[ToolSpec]) -> list[JSON]:
+    """The ``tools`` a Response repeats: the specs as the client sent them (read-only)."""
+    return [tool.shared_dump() for tool in tools]

@@ -80,11 +80,11 @@ class UpstreamToolTable:
     def upstream_name(self, tool_name: ToolName) -> str:
         """The flat name for ``tool_name``; an undeclared tool (a call in the history)
         gets the same deterministic flat name it would have had."""
-        tool = self._by_tool.get(tool_name)
-        return tool.upstream_name if tool is not None else flat_name(tool_name)
+        return self.upstream_name_of(tool_name.namespace, tool_name.name)
 
     def upstream_name_of(self, namespace: str | None, name: str) -> str:
-        """``upstream_name(ToolName(namespace, name))``, faster."""
+        """``upstream_name(ToolName(namespace, name))``, without making the ToolName
+        unless the tool is undeclared."""
         tool = self._by_pair.get((namespace or None, name))
         return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
 
