@@ -215,8 +215,6 @@ class ChatStreamTranslator:
 
     def start(self) -> list[StreamEvent]:
         """``response.created`` and ``response.in_progress`` (empty output, no usage)."""
-        if self._started:
-            return []
         self._begin()
         return self._take()
 
@@ -224,8 +222,7 @@ class ChatStreamTranslator:
         """The events one upstream chunk (or in-stream ``{"error": ...}`` object) produces."""
         if self._final is not None:
             return []
-        if not self._started:
-            self._begin()
+        self._begin()
         failure = upstream_failure(chunk)
         if failure is not None:
             message, code = failure
@@ -244,8 +241,7 @@ class ChatStreamTranslator:
         """
         if self._final is not None:
             return []
-        if not self._started:
-            self._begin()
+        self._begin()
         for signal in self._think.flush():
             self._apply(signal)
         reason = self._finish_reason
@@ -302,8 +298,7 @@ class ChatStreamTranslator:
         """The upstream broke (transport error, cut connection): ``error`` + ``response.failed``."""
         if self._final is not None:
             return []
-        if not self._started:
-            self._begin()
+        self._begin()
         return self._fail(message, code)
 
     # ------------------------------------------------------------ chunk -> signals
@@ -864,7 +859,9 @@ class ChatStreamTranslator:
 
     def _begin(self) -> None:
         """The stream's first events, ``response.created`` and ``response.in_progress``,
-        left for the public call that began it to return."""
+        left for the public call that began it to return; nothing once it has begun."""
+        if self._started:
+            return
         self._started = True
         self._emit_lifecycle("response.created", self._response_object("in_progress", output=[]))
         self._emit_lifecycle(
