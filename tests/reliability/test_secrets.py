@@ -158,6 +158,20 @@ def test_the_client_key_never_goes_upstream_even_on_retry(guarded: GatewayProces
     assert leaked(str(sent.headers) + sent.body.decode(), CLIENT_KEYS) == []
 
 
+def test_nothing_one_client_gets_from_the_upstream_reaches_another(start_gateway: StartGateway, upstream: ChatUpstream) -> None:
+    """A cookie an upstream sets (a load balancer's session, Cloudflare's ``__cf_bm``) is
+    not kept and replayed on other clients' requests: the gateway holds no state per upstream
+    but its connections. The upstream is reached by name, where a cookie jar would apply."""
+    gateway = start_gateway(upstream.base_url.replace("127.0.0.1", "localhost"))
+    upstream.enqueue(HttpError(429, {"error": {"message": "slow down"}}, headers={"Set-Cookie": "session=client-one; Path=/"}))
+    upstream.enqueue(Text("for client two"))
+    assert httpx.post(responses_url(gateway), json=BODY, timeout=60).status_code == 429
+    assert httpx.post(responses_url(gateway), json=BODY, headers={"Cookie": "mine=client-two"}, timeout=60).status_code == 200
+    sent = [r for r in upstream.requests if r.path == "/v1/chat/completions"]
+    assert len(sent) == 2
+    assert [r.headers.get("cookie") for r in sent] == [None, None]
+
+
 # ---------------------------------------------------------------- an upstream URL with credentials
 
 

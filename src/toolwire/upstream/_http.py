@@ -1,9 +1,9 @@
 """HTTP to a backend: one pooled connection set per endpoint, retries, SSE reading, errors.
 
-``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp),
-``Authorization: Bearer`` with the upstream key, a failed connect or a 5xx retried with
-bounded backoff before anything streamed, and the upstream's own error status and
-message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
+``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp)
+and no other state between requests (no cookies), ``Authorization: Bearer`` with the
+upstream key, a failed connect or a 5xx retried with bounded backoff before anything
+streamed, and the upstream's own error status and message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
 asyncio timeouts) become ``UpstreamError`` here and nowhere else, keeping the cause;
 no key ever appears in a message.
 """
@@ -72,8 +72,14 @@ class HttpEndpoint:
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
+            # No cookie jar: the session serves every client, so a cookie the upstream set
+            # in one client's answer must not go out with the next client's request.
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, headers=self._headers, auto_decompress=True
+                connector=connector,
+                timeout=self._timeout,
+                headers=self._headers,
+                auto_decompress=True,
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
         return self._session
 
