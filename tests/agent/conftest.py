@@ -7,19 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.responses_upstream import ResponsesUpstream
 from toolwire.agent import Policy, Sandbox, ToolContext
-
-from .responses_server import ResponsesServer
 
 
 @pytest.fixture(scope="session")
-def _session_server() -> Iterator[ResponsesServer]:
-    with ResponsesServer() as server:
+def _session_server() -> Iterator[ResponsesUpstream]:
+    with ResponsesUpstream() as server:
         yield server
 
 
 @pytest.fixture
-def server(_session_server: ResponsesServer) -> Iterator[ResponsesServer]:
+def server(_session_server: ResponsesUpstream) -> Iterator[ResponsesUpstream]:
     _session_server.reset()
     yield _session_server
     _session_server.reset()

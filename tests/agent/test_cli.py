@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
+from tests.support.responses_upstream import ResponsesUpstream
 from toolwire.agent import (
     ScriptedResponse,
     agent_command,
@@ -20,13 +21,14 @@ from toolwire.agent import (
 )
 
 from .processes import pid_from, wait_until_stopped
-from .responses_server import ResponsesServer
 
 app = typer.Typer()
 app.command()(agent_command)
 
 
-def run_agent(server: ResponsesServer, cwd: Path, *options: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def run_agent(
+    server: ResponsesUpstream, cwd: Path, *options: str, env: dict[str, str] | None = None
+) -> Result:
     arguments = [
         "do the task",
         "--base-url",
@@ -41,7 +43,7 @@ def run_agent(server: ResponsesServer, cwd: Path, *options: str, env: dict[str, 
 
 
 def test_runs_to_the_answer_with_progress_on_stderr(
-    server: ResponsesServer, tmp_path: Path
+    server: ResponsesUpstream, tmp_path: Path
 ) -> None:
     server.enqueue(
         ScriptedResponse(
@@ -64,7 +66,7 @@ def test_runs_to_the_answer_with_progress_on_stderr(
     assert str(tmp_path.resolve()) in body["instructions"] and "read-only" in body["instructions"]
 
 
-def test_read_only_refusals_go_to_the_model(server: ResponsesServer, tmp_path: Path) -> None:
+def test_read_only_refusals_go_to_the_model(server: ResponsesUpstream, tmp_path: Path) -> None:
     add = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"
     server.enqueue(
         ScriptedResponse([custom_tool_call("apply_patch", add, "call_1")]),
@@ -77,7 +79,7 @@ def test_read_only_refusals_go_to_the_model(server: ResponsesServer, tmp_path: P
     assert not (tmp_path / "a.txt").exists()
 
 
-def test_full_access_writes(server: ResponsesServer, tmp_path: Path) -> None:
+def test_full_access_writes(server: ResponsesUpstream, tmp_path: Path) -> None:
     add = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"
     server.enqueue(
         ScriptedResponse([custom_tool_call("apply_patch", add, "call_1")]),
@@ -88,7 +90,7 @@ def test_full_access_writes(server: ResponsesServer, tmp_path: Path) -> None:
     assert (tmp_path / "a.txt").read_text() == "x\n"
 
 
-def test_a_fatal_error_exits_1(server: ResponsesServer, tmp_path: Path) -> None:
+def test_a_fatal_error_exits_1(server: ResponsesUpstream, tmp_path: Path) -> None:
     server.enqueue(ScriptedResponse([function_call("apply_patch", "{}", "call_1")]))
     result = run_agent(server, tmp_path)
     assert result.exit_code == 1
@@ -96,14 +98,16 @@ def test_a_fatal_error_exits_1(server: ResponsesServer, tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
-def test_a_failed_response_exits_1(server: ResponsesServer, tmp_path: Path) -> None:
+def test_a_failed_response_exits_1(server: ResponsesUpstream, tmp_path: Path) -> None:
     server.enqueue(ScriptedResponse(status="failed", error_message="context_length_exceeded"))
     result = run_agent(server, tmp_path)
     assert result.exit_code == 1
     assert "error: The response failed: context_length_exceeded." in result.stderr
 
 
-def test_the_api_key_comes_from_the_named_variable(server: ResponsesServer, tmp_path: Path) -> None:
+def test_the_api_key_comes_from_the_named_variable(
+    server: ResponsesUpstream, tmp_path: Path
+) -> None:
     server.enqueue(ScriptedResponse([assistant_message("ok")]))
     result = run_agent(
         server, tmp_path, "--api-key-env", "AGENT_TEST_KEY", env={"AGENT_TEST_KEY": "sk-agent"}
@@ -121,7 +125,7 @@ def test_the_api_key_comes_from_the_named_variable(server: ResponsesServer, tmp_
     ],
 )
 def test_bad_usage_exits_2(
-    server: ResponsesServer, tmp_path: Path, options: list[str], message: str
+    server: ResponsesUpstream, tmp_path: Path, options: list[str], message: str
 ) -> None:
     result = run_agent(server, tmp_path, *options)
     assert result.exit_code == 2
@@ -129,7 +133,7 @@ def test_bad_usage_exits_2(
     assert server.requests == []
 
 
-def test_a_timeout_exits_124(server: ResponsesServer, tmp_path: Path) -> None:
+def test_a_timeout_exits_124(server: ResponsesUpstream, tmp_path: Path) -> None:
     server.enqueue(ScriptedResponse([assistant_message("...")], stall_after=2))
     result = run_agent(server, tmp_path, "--timeout", "0.5")
     assert result.exit_code == 124
@@ -137,7 +141,7 @@ def test_a_timeout_exits_124(server: ResponsesServer, tmp_path: Path) -> None:
     server.wait_for_disconnect()
 
 
-def test_ctrl_c_stops_the_tools_and_exits_130(server: ResponsesServer, tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_tools_and_exits_130(server: ResponsesUpstream, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     command = f"echo $$ > {pid_file}; exec sleep 30"
     server.enqueue(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.responses_upstream import HttpError, ResponsesUpstream
 from toolwire.agent import (
     AgentEvent,
     AgentLoop,
@@ -30,7 +31,6 @@ from toolwire.protocol import FunctionTool
 from toolwire.tools import FatalRuntimeError, ToolRouter
 
 from .processes import pid_from, wait_until_stopped
-from .responses_server import HttpErrorReply, ResponsesServer
 
 ADD_HELLO = "*** Begin Patch\n*** Add File: hello.txt\n+hello world\n*** End Patch\n"
 
@@ -50,7 +50,7 @@ def by_type(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 async def test_function_and_custom_call_in_one_response_are_paired_by_call_id(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(
         ScriptedResponse(
@@ -96,7 +96,7 @@ async def test_function_and_custom_call_in_one_response_are_paired_by_call_id(
 
 
 async def test_unknown_tools_are_told_to_the_model_and_the_loop_goes_on(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(
         ScriptedResponse(
@@ -130,7 +130,7 @@ async def test_unknown_tools_are_told_to_the_model_and_the_loop_goes_on(
 
 
 async def test_bad_arguments_are_told_to_the_model(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(
         ScriptedResponse(
@@ -156,7 +156,7 @@ async def test_bad_arguments_are_told_to_the_model(
     ],
 )
 async def test_a_call_of_the_wrong_kind_fails_the_turn(
-    server: ResponsesServer, full_access: ToolContext, call: dict[str, Any]
+    server: ResponsesUpstream, full_access: ToolContext, call: dict[str, Any]
 ) -> None:
     server.enqueue(
         ScriptedResponse([call]), ScriptedResponse([assistant_message("never asked for")])
@@ -170,7 +170,7 @@ async def test_a_call_of_the_wrong_kind_fails_the_turn(
 
 
 async def test_a_plain_answer_ends_the_loop_at_once(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(ScriptedResponse([assistant_message("42")]))
     async with HttpResponsesClient(server.base_url, api_key="sk-test") as client:
@@ -178,12 +178,12 @@ async def test_a_plain_answer_ends_the_loop_at_once(
     assert (result.answer, result.turns) == ("42", 1)
     [request] = server.requests
     assert request.headers["authorization"] == "Bearer sk-test"
-    assert request.body["instructions"] == "Be brief."
-    assert request.body["model"] == "m" and request.body["store"] is False
+    assert request.json["instructions"] == "Be brief."
+    assert request.json["model"] == "m" and request.json["store"] is False
 
 
 async def test_a_failed_response_ends_the_run(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(ScriptedResponse(status="failed", error_message="model overloaded"))
     async with HttpResponsesClient(server.base_url) as client:
@@ -192,9 +192,10 @@ async def test_a_failed_response_ends_the_run(
 
 
 async def test_an_error_status_ends_the_run_with_the_servers_message(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
-    server.enqueue(HttpErrorReply(400, "Invalid 'input[0]'"))
+    error = {"error": {"message": "Invalid 'input[0]'", "type": "invalid_request_error"}}
+    server.enqueue(HttpError(400, error))
     async with HttpResponsesClient(server.base_url) as client:
         with pytest.raises(UpstreamError, match=r"answered 400: Invalid 'input\[0\]'") as caught:
             await agent(client, full_access).run("go")
@@ -286,7 +287,7 @@ async def test_a_tool_that_is_not_parallel_runs_alone(full_access: ToolContext) 
 
 
 async def test_a_timeout_stops_running_tools(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     pid_file = full_access.cwd / "pid"
     command = f"echo $$ > {pid_file}; exec sleep 30"
@@ -306,7 +307,7 @@ async def test_a_timeout_stops_running_tools(
 
 
 async def test_a_timeout_stops_the_stream(
-    server: ResponsesServer, full_access: ToolContext
+    server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     server.enqueue(ScriptedResponse([assistant_message("never finished")], stall_after=3))
     async with HttpResponsesClient(server.base_url) as client:

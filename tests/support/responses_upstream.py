@@ -1,16 +1,23 @@
-"""A scripted Responses upstream: a real HTTP server for tests of Responses backends.
+"""A scripted Responses upstream: a real HTTP server for the Responses backend and agent tests.
 
 ``ResponsesUpstream`` listens on 127.0.0.1 (a free port), answers ``POST /v1/responses``
-from a script and ``GET /v1/models`` with a fixed list, and records every request. Like
-``ChatUpstream`` it runs aiohttp in a background thread with its own loop, so sync tests,
-async tests and a gateway in another process can all reach it at ``base_url``.
+from a script and ``GET /v1/models`` with a fixed list, and records every request (headers
+and JSON body). Like ``ChatUpstream`` it runs aiohttp in a background thread with its own
+loop, so sync tests, async tests, a gateway or an agent CLI in another process can all
+reach it at ``base_url``.
 
 Replies are consumed one per request (FIFO), then ``responder`` is asked:
 
 * `Events` -- an exact list of stream events, each sent as ``event: <type>`` plus
   ``data: <json>``; a non-streaming request gets the terminal event's ``response``;
 * `HttpError` -- a non-200 answer before any streaming;
-* `Cut` -- the first ``after`` events of a stream, then the connection is closed.
+* `Cut` -- the first ``after`` events of a stream, then the connection is closed;
+* ``toolwire.agent.ScriptedResponse`` -- for a streaming request, the frames of
+  ``toolwire.agent.response_stream`` (response id ``resp_<request index>``, the request's
+  model); one with ``stall_after`` then sends nothing until the client goes away.
+
+For each stream whose client went away before it was over, the upstream records the
+request's index in ``requests`` (``disconnects``, ``wait_for_disconnect``).
 
 `answer(items)` builds the `Events` a well-behaved server sends for a list of output
 items (``response.created`` ... per item ``output_item.added`` / deltas / ``done`` ...
@@ -27,10 +34,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import orjson
 from aiohttp import web
+
+from toolwire.agent import ScriptedResponse, response_stream
 
 __all__ = [
     "Cut",
@@ -75,7 +84,7 @@ class Cut:
     after: int
 
 
-Reply: TypeAlias = Events | HttpError | Cut
+Reply: TypeAlias = Events | HttpError | Cut | ScriptedResponse
 Responder: TypeAlias = Callable[[Any], Reply]
 
 
@@ -266,6 +275,26 @@ def _frame(event: JSON) -> bytes:
     )
 
 
+_Ending: TypeAlias = Literal["eof", "close", "stall"]
+"""How a stream ends after its frames: normally, by closing the connection, or never."""
+
+
+def _stream_of(
+    reply: Events | Cut | ScriptedResponse, response_id: str, model: str
+) -> tuple[list[bytes], _Ending]:
+    match reply:
+        case Events(events=events, done_marker=done_marker):
+            frames = [_frame(event) for event in events]
+            if done_marker:
+                frames.append(b"data: [DONE]\n\n")
+            return frames, "eof"
+        case Cut(events=events, after=after):
+            return [_frame(event) for event in events[:after]], "close"
+        case ScriptedResponse(stall_after=stall_after):
+            frames = response_stream(reply, response_id=response_id, model=model)
+            return frames, "eof" if stall_after is None else "stall"
+
+
 def _terminal_response(events: Sequence[JSON]) -> JSON | None:
     for event in reversed(events):
         if event.get("type") in ("response.completed", "response.failed", "response.incomplete"):
@@ -284,8 +313,11 @@ class ResponsesUpstream:
         self.models = tuple(models)
         self.responder: Responder | None = None
         self._lock = threading.Lock()
+        self._disconnected = threading.Condition(self._lock)
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
+        self._disconnects: list[int] = []
+        self._stopping = False
         self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -307,10 +339,24 @@ class ResponsesUpstream:
         """The JSON bodies of the ``POST /v1/responses`` requests."""
         return [r.json for r in self.requests if r.path == "/v1/responses"]
 
+    @property
+    def disconnects(self) -> list[int]:
+        """The indexes in ``requests`` of the streams whose client went away mid-stream."""
+        with self._lock:
+            return list(self._disconnects)
+
+    def wait_for_disconnect(self, timeout: float = 5.0) -> int:
+        """Block until a client has gone away mid-stream; return the first one's index."""
+        with self._disconnected:
+            if not self._disconnected.wait_for(lambda: bool(self._disconnects), timeout):
+                raise TimeoutError(f"no client disconnect within {timeout} s")
+            return self._disconnects[0]
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._disconnects.clear()
         self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
@@ -341,6 +387,7 @@ class ResponsesUpstream:
             loop.close()
             self._loop = self._thread = None
             self._port = None
+            self._stopping = False
 
     def __enter__(self) -> ResponsesUpstream:
         return self.start()
@@ -368,13 +415,15 @@ class ResponsesUpstream:
         self._runner = runner
 
     async def _close(self) -> None:
+        self._stopping = True  # the streams cancelled now did not lose their client
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
     # ----------------------------------------------------------------- handlers
 
-    def _record(self, request: web.Request, body: bytes) -> Any:
+    def _record(self, request: web.Request, body: bytes) -> tuple[int, Any]:
+        """Record the request; return its index in ``requests`` and its parsed body."""
         try:
             parsed: Any = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
@@ -382,7 +431,7 @@ class ResponsesUpstream:
         headers = {name.lower(): value for name, value in request.headers.items()}
         with self._lock:
             self._requests.append(RecordedRequest(request.method, request.path, headers, parsed))
-        return parsed
+            return len(self._requests) - 1, parsed
 
     def _next_reply(self, body: Any) -> Reply | None:
         with self._lock:
@@ -399,7 +448,7 @@ class ResponsesUpstream:
         return web.json_response({"object": "list", "data": data})
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
-        body = self._record(request, await request.read())
+        index, body = self._record(request, await request.read())
         reply = self._next_reply(body)
         if reply is None:
             error = {
@@ -424,18 +473,30 @@ class ResponsesUpstream:
             return web.Response(
                 status=200, body=orjson.dumps(final), content_type="application/json"
             )
+        frames, ending = _stream_of(reply, f"resp_{index}", str(body.get("model")))
         stream = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
-        await stream.prepare(request)
-        if isinstance(reply, Cut):
-            for event in reply.events[: reply.after]:
-                await stream.write(_frame(event))
-            if request.transport is not None:
-                request.transport.close()
-            await asyncio.sleep(60)  # aiohttp cancels the handler once the peer is gone
-            return stream
-        for event in reply.events:
-            await stream.write(_frame(event))
-        if reply.done_marker:
-            await stream.write(b"data: [DONE]\n\n")
-        await stream.write_eof()
+        try:
+            await stream.prepare(request)
+            for frame in frames:
+                await stream.write(frame)
+            match ending:
+                case "eof":
+                    await stream.write_eof()
+                case "close":
+                    if request.transport is not None:
+                        request.transport.close()
+                    await asyncio.sleep(60)  # aiohttp cancels the handler once the peer is gone
+                case "stall":
+                    await asyncio.Event().wait()  # likewise, once the client goes away
+        except ConnectionError:  # a write found the connection closed
+            self._note_disconnect(index)
+        except asyncio.CancelledError:  # the peer closed the connection, or we are stopping
+            if not (ending == "close" or self._stopping):
+                self._note_disconnect(index)
+            raise
         return stream
+
+    def _note_disconnect(self, index: int) -> None:
+        with self._disconnected:
+            self._disconnects.append(index)
+            self._disconnected.notify_all()
