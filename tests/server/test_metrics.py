@@ -78,6 +78,7 @@ def test_a_gateway_serves_its_requests_as_prometheus_metrics(upstream: ChatUpstr
     assert value(found, "toolwire_open_streams") == 0
     assert value(found, "toolwire_requests_in_progress") == 0
     assert any(name == "process_cpu_seconds_total" for name, _ in found)
+    assert any(name == "python_gc_collections_total" for name, _ in found)
 
 
 def test_openmetrics_when_the_scraper_asks_for_it(upstream: ChatUpstream) -> None:

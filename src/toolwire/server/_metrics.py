@@ -16,7 +16,7 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``requests_in_progress``                    gauge
 ==========================================  =========  ====================================
 
-plus the standard ``process_*`` and ``python_info`` metrics.
+plus the standard ``process_*``, ``python_gc_*`` and ``python_info`` metrics.
 
 Label values that clients choose (model and tool names, and conversion labels, which
 carry tool names) are bounded: the first ``max_label_values`` distinct values of each
@@ -38,6 +38,7 @@ from typing import TypeVar, cast
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -133,6 +134,7 @@ class MetricsObserver:
         r.register(_InProgressCollector(self._in_progress))
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
+        GCCollector(registry=r)
 
     def started(self, exchange: Exchange) -> None:
         self._in_progress[exchange.request_id] = exchange
