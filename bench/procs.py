@@ -163,6 +163,14 @@ def upstream_service(log_dir: Path, *flags: str, name: str = "upstream") -> Serv
     return Service(name, [sys.executable, "-m", "bench.upstream", "--port", "0", *flags], log_dir / f"{name}.log")
 
 
+def relay_service(upstream_url: str, chats: dict[str, Path], log_dir: Path, name: str = "relay") -> Service:
+    """``bench.relay`` in front of ``upstream_url``, sending ``chats[NAME]`` for ``X-Bench-Body: NAME``."""
+    args = [sys.executable, "-m", "bench.relay", "--upstream", upstream_url, "--port", "0"]
+    for body, path in chats.items():
+        args += ["--chat", f"{body}={path}"]
+    return Service(name, args, log_dir / f"{name}.log")
+
+
 _GATEWAY_PREFIX: list[str] | None = None
 
 

@@ -71,6 +71,15 @@ def _comparisons(case: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _measured(case: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(label, process, its figures, comparison) for each path measured against direct in
+    ``case``: the gateways, then the bare relay (``bench.relay``, at 16 connections)."""
+    out = [(label, _process(comparison), comparison["toolwire"], comparison) for label, comparison in _comparisons(case)]
+    if "relay" in case:
+        out.append(("relay", "relay", case["relay"]["relay"], case["relay"]))
+    return out
+
+
 def render(results: dict[str, Any]) -> str:
     out: list[str] = []
     add = out.append
@@ -100,13 +109,16 @@ def render(results: dict[str, Any]) -> str:
     add("")
     add(
         f"Settings: `wrk -t1 --latency`, {settings['duration_s']:g} s per run, {settings['repeat']} "
-        f"direct/toolwire pair(s) per case, run back to back with the order alternating; medians of the runs. "
+        f"round(s) per case (each target once, direct included), run back to back with the order alternating; "
+        "medians of the runs. "
         f"{settings['warmup_s']:g} s of warm-up per target and case. Gateway: "
         f"`python {' '.join(settings['gateway_command'])} --upstream URL --host 127.0.0.1 --port PORT"
         f"{' ' + ' '.join(settings['gateway_flags']) if settings['gateway_flags'] else ''}` (its defaults: one "
         "worker process)"
         + (f"; at 16 connections also the same with `--workers {settings['scale_workers']}`"
            if settings.get("scale_workers") else "")
+        + (", and the bare relay (`python -m bench.relay`: uvicorn + aiohttp, one process, no translation)"
+           if any("relay" in case for case in results["load"]) else "")
         + ". The canned upstream is one process on one core; it answers each request with a role chunk, 40 text "
         "chunks, a `finish_reason` chunk, a usage chunk and `data: [DONE]`, either writing each SSE event on its "
         "own, as a model server streams tokens (*streams event by event*), or writing the whole answer at once, "
@@ -149,6 +161,23 @@ def render(results: dict[str, Any]) -> str:
                 f"{c16['toolwire']['rps']:.0f}{scaled} req/s at 16."
             )
     add("")
+    relay_writes = [w for w in writes_run if all("relay" in _case(results, n, 16, w) for n in names)]
+    if relay_writes:
+        add("The floor of a Python gateway on toolwire's stack, measured alongside (`bench/relay.py`):")
+        add("")
+    for writes in relay_writes:
+        cases = [_case(results, n, 16, writes) for n in names]
+        add(
+            f"- bare relay, {WRITES[writes]}: "
+            + " / ".join(_pct(c["relay"]["throughput_ratio"]) for c in cases)
+            + f" of direct throughput at 16 connections ({' / '.join(short[n] for n in names)}), "
+            + " / ".join(f"{c['relay']['relay_cpu_us']:.0f}" for c in cases)
+            + " µs of CPU per request against toolwire's "
+            + " / ".join(f"{c['toolwire_cpu_us']:.0f}" for c in cases)
+            + " µs: what uvicorn + aiohttp cost with no translation at all."
+        )
+    if relay_writes:
+        add("")
     add(ANCHOR)
     add("")
 
@@ -157,16 +186,19 @@ def render(results: dict[str, Any]) -> str:
     add("")
     add("`direct`: wrk POSTs the Chat Completions body toolwire itself sends upstream for this request to the "
         "canned upstream. `toolwire`: wrk POSTs the Codex body, with Codex's headers, to `toolwire serve` in "
-        "front of the same upstream. Latency is wrk's: request sent → whole stream received. Every response is "
+        "front of the same upstream. `relay` (16 connections): wrk POSTs the Codex body to the bare relay, which "
+        "drops it, sends the same pre-translated Chat body upstream and passes the upstream's bytes back "
+        "unchanged. Latency is wrk's: request sent → whole stream received. Every response is "
         "checked (status 200 and the stream's end: `data: [DONE]` / `response.completed`); `errors` counts "
-        "socket errors, timeouts and failed checks. CPU: % of one core used during the run, per process.")
+        "socket errors, timeouts and failed checks. CPU: % of one core used during the run, per process "
+        "(gateway: toolwire or the relay).")
     add("")
     add(_row(["upstream", "body", "connections", "path", "requests/s", "p50", "p90", "p99", "errors",
-              "CPU wrk / upstream / toolwire"]))
+              "CPU wrk / upstream / gateway"]))
     add(_row(["---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]))
     for case in results["load"]:
         rows: list[tuple[str, dict[str, Any], str | None]] = [("direct", case["direct"], None)]
-        rows += [(label, comparison["toolwire"], _process(comparison)) for label, comparison in _comparisons(case)]
+        rows += [(label, figures, process) for label, process, figures, _ in _measured(case)]
         for path, figures, process in rows:
             cpu = figures["cpu"]
             gateway_cpu = cpu.get(process, 0) if process else 0
@@ -179,14 +211,14 @@ def render(results: dict[str, Any]) -> str:
     add("")
     add("## Ratios")
     add("")
-    add("toolwire ÷ direct, from the runs above (medians); per pair: each direct run and the toolwire run "
-        "right after or before it.")
+    add("Each gateway (and the bare relay) ÷ direct, from the runs above (medians); per pair: each direct run "
+        "and the gateway's run right after or before it.")
     add("")
     add(_row(["upstream", "body", "connections", "gateway", "throughput ÷ direct", "added p50", "added p99",
               "per-pair throughput ratios", "per-pair added p50"]))
     add(_row(["---", "---", "---:", "---", "---:", "---:", "---:", "---", "---"]))
     for case in results["load"]:
-        for label, comparison in _comparisons(case):
+        for label, _, _, comparison in _measured(case):
             add(_row([
                 WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{label}`",
                 _pct(comparison["throughput_ratio"]), _signed_ms(comparison["added_p50_ms"]),
@@ -196,15 +228,17 @@ def render(results: dict[str, Any]) -> str:
             ]))
     add("")
     add("CPU time per request, which depends little on what else the machine is running: the upstream's in "
-        "the direct runs, toolwire's in the toolwire runs (all its processes; its upstream adds the direct "
-        "figure again). Their ratio is the throughput ratio the two would reach with one dedicated core each.")
+        "the direct runs, the gateway's in its own runs (all its processes; its upstream adds the direct "
+        "figure again). Their ratio is the throughput ratio the two would reach with one dedicated core each. "
+        "The relay's figure is what uvicorn + aiohttp cost with no translation at all; what toolwire uses "
+        "beyond it is its own work.")
     add("")
     add(_row(["upstream", "body", "connections", "gateway", "upstream CPU per request (direct)",
-              "toolwire CPU per request", "upstream ÷ toolwire"]))
+              "gateway CPU per request", "upstream ÷ gateway"]))
     add(_row(["---", "---", "---:", "---", "---:", "---:", "---:"]))
     for case in results["load"]:
-        for label, comparison in _comparisons(case):
-            up, tw = comparison["upstream_cpu_us"], comparison["toolwire_cpu_us"]
+        for label, process, figures, comparison in _measured(case):
+            up, tw = comparison["upstream_cpu_us"], figures["cpu_us_per_request"][process]
             add(_row([WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{label}`",
                       f"{up:.0f} µs", f"{tw:.0f} µs", _pct(up / tw) if tw else "-"]))
     add("")

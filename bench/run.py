@@ -10,9 +10,11 @@ One run measures, side by side on the same machine:
    and 16 connections; each pair back to back, ``--repeat`` times with the order
    alternating, medians reported; ratios come from these pairs. At 16 connections a
    second gateway with ``--workers N`` (``--scale-workers``, default: the CPU count)
-   runs too. All of it twice: with an upstream that writes each SSE event as it goes
-   (as a model server streams) and with one that writes each answer at once
-   (``--upstream-writes``);
+   runs too, and so does a bare relay on toolwire's HTTP stack (``bench.relay``: the
+   Codex body in, the pre-translated Chat body upstream, its bytes back), which shows
+   what uvicorn + aiohttp cost with no translation at all. All of it twice: with an
+   upstream that writes each SSE event as it goes (as a model server streams) and with
+   one that writes each answer at once (``--upstream-writes``);
 3. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
    the upstream in ``--hold`` mode);
 4. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
@@ -41,6 +43,7 @@ from typing import Any
 
 from . import core, procs, wrk
 from .bodies import Body, build_all
+from .relay import BODY_HEADER
 from .report import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,6 +151,14 @@ def check_exchange(gateway_url: str, upstream_url: str, body: Body, chat: bytes)
     }
 
 
+def check_relay(relay_url: str, body: Body) -> None:
+    """One request through the relay, verified: it must pass the upstream's whole stream."""
+    headers = {**body.headers, "Content-Type": "application/json", BODY_HEADER: body.name}
+    status, raw = _post(relay_url + "/v1/responses", body.data, headers)
+    if status != 200 or not raw.rstrip().endswith(wrk.UPSTREAM_MARKER.encode()):
+        raise RuntimeError(f"the relay did not pass the {body.name} stream ({status}): {raw[:1500]!r}")
+
+
 # --------------------------------------------------------------------------- load
 def _median_result(runs: list[wrk.WrkResult]) -> dict[str, Any]:
     def median(key: str) -> float:
@@ -179,13 +190,15 @@ def load_runs(
     writes: str,
     upstream: procs.Service,
     gateways: dict[str, procs.Service],
+    relay: procs.Service,
 ) -> list[dict[str, Any]]:
     """Every body at 1 and 16 connections against ``upstream`` (answers written per ``writes``).
 
     ``gateways`` maps target names to running gateways: ``toolwire`` (measured at both
     connection counts) and optionally ``toolwire-wN`` (N workers, at 16 connections).
+    ``relay`` (the bare relay) is measured at 16 connections.
     """
-    watch = {"upstream": upstream.pid, **{name: gateway.pid for name, gateway in gateways.items()}}
+    watch = {"upstream": upstream.pid, **{name: gateway.pid for name, gateway in gateways.items()}, "relay": relay.pid}
     scaled = [name for name in gateways if name != "toolwire"]
     results = []
     for body in bodies:
@@ -199,12 +212,17 @@ def load_runs(
             work / f"toolwire-{body.name}.lua", body_path,
             {**body.headers, "Content-Type": "application/json"}, wrk.GATEWAY_MARKER,
         )
+        relay_script = wrk.write_script(  # the relay passes the upstream's bytes: the upstream's end marker
+            work / f"relay-{body.name}.lua", body_path,
+            {**body.headers, "Content-Type": "application/json", BODY_HEADER: body.name}, wrk.UPSTREAM_MARKER,
+        )
         all_targets = {
             "direct": (upstream.url + "/v1/chat/completions", direct_script),
             **{name: (gateway.url + "/v1/responses", gateway_script) for name, gateway in gateways.items()},
+            "relay": (relay.url + "/v1/responses", relay_script),
         }
         for connections in CONNECTIONS:
-            names = ["direct", "toolwire", *(scaled if connections > 1 else [])]
+            names = ["direct", "toolwire", *([*scaled, "relay"] if connections > 1 else [])]
             targets = {name: all_targets[name] for name in names}
             if args.warmup > 0:
                 for name, (url, script) in targets.items():
@@ -231,23 +249,31 @@ def load_runs(
             for name in scaled if connections > 1 else []:
                 case["scaled"] = {"workers": int(name.rsplit("-w", 1)[1]),
                                   **_comparison(runs["direct"], runs[name], name)}
+            if connections > 1:
+                case["relay"] = _comparison(runs["direct"], runs["relay"], "relay", side="relay")
             results.append(case)
     return results
 
 
-def _comparison(direct_runs: list[wrk.WrkResult], gateway_runs: list[wrk.WrkResult], name: str) -> dict[str, Any]:
-    """The gateway's runs against the direct runs they were paired with."""
+def _comparison(
+    direct_runs: list[wrk.WrkResult], gateway_runs: list[wrk.WrkResult], name: str, side: str = "toolwire"
+) -> dict[str, Any]:
+    """The gateway's runs against the direct runs they were paired with.
+
+    ``name`` is the gateway's process in the CPU figures; ``side`` the key of its own
+    figures (``toolwire``, or ``relay`` for the bare relay).
+    """
     direct, through = _median_result(direct_runs), _median_result(gateway_runs)
     pairs = list(zip(direct_runs, gateway_runs, strict=True))
     return {
         "direct": direct,
-        "toolwire": through,
+        side: through,
         "throughput_ratio": through["rps"] / direct["rps"] if direct["rps"] else 0.0,
         "added_p50_ms": through["p50_ms"] - direct["p50_ms"],
         "added_p99_ms": through["p99_ms"] - direct["p99_ms"],
         # CPU time per request hardly depends on what else runs on the machine:
         "upstream_cpu_us": direct["cpu_us_per_request"]["upstream"],
-        "toolwire_cpu_us": through["cpu_us_per_request"][name],
+        f"{side}_cpu_us": through["cpu_us_per_request"][name],
         "pair_ratios": [t.rps / d.rps if d.rps else 0.0 for d, t in pairs],
         "pair_added_p50_ms": [t.p50_ms - d.p50_ms for d, t in pairs],
         "raw": [run.as_dict() for run in direct_runs + gateway_runs],
@@ -319,7 +345,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: one repeat, no warm-up, fewer core iterations, 100 streams")
     parser.add_argument("--duration", type=float, default=None, help="seconds per wrk run, whole [10; --quick 2]")
-    parser.add_argument("--repeat", type=int, default=None, help="direct/toolwire pairs per case [3; --quick 1]")
+    parser.add_argument("--repeat", type=int, default=None, help="rounds per case (direct, the gateways, the relay) [3; --quick 1]")
     parser.add_argument("--warmup", type=float, default=None, help="wrk warm-up seconds per target and case, 0 for none [2; --quick 0]")
     parser.add_argument("--streams", type=int, default=None, help="open streams for the RSS figure [500; --quick 100]")
     parser.add_argument("--workers", type=int, default=None, help="pass --workers N to toolwire (default: its own)")
@@ -389,12 +415,17 @@ def main(argv: list[str] | None = None) -> None:
                 name = f"toolwire-w{args.scale_workers}"
                 gateways[name] = services.enter_context(procs.gateway_service(
                     upstream.url + "/v1", logs, "--workers", str(args.scale_workers), name=f"gateway-{writes}-{name}"))
+            chat_paths = {body.name: work / "bodies" / f"{body.name}.chat.json" for body in bodies}
+            relay = services.enter_context(procs.relay_service(upstream.url + "/v1", chat_paths, logs, f"relay-{writes}"))
             log(f"upstream ({writes}) pid {upstream.pid} on {upstream.url}; "
-                + "; ".join(f"{name} pid {g.pid} on {g.url}" for name, g in gateways.items()))
+                + "; ".join(f"{name} pid {g.pid} on {g.url}" for name, g in gateways.items())
+                + f"; relay pid {relay.pid} on {relay.url}")
             for gateway in gateways.values():
                 checked = {body.name: check_exchange(gateway.url, upstream.url, body, chats[body.name]) for body in bodies}
                 checks = checks or checked
-            load += load_runs(args, work, bodies, writes, upstream, gateways)
+            for body in bodies:
+                check_relay(relay.url, body)
+            load += load_runs(args, work, bodies, writes, upstream, gateways, relay)
             if not gateway_after_load:
                 gateway = gateways["toolwire"]
                 gateway_after_load = {

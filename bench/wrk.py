@@ -1,11 +1,11 @@
 """Run ``wrk`` with a generated Lua script that POSTs one body, and read its results.
 
 The script sets the method, body and headers, checks every response (status 200 and the
-end-of-stream marker in the body: ``data: [DONE]`` from the upstream,
-``"type":"response.completed"`` from the gateway), and prints one ``BENCH_JSON {...}``
-line from ``done()`` with exact figures (requests, duration, latency percentiles in
-microseconds, socket errors, bad responses). The human-readable ``wrk --latency`` output
-is kept beside it.
+end-of-stream marker in the body: ``data: [DONE]`` from the upstream and from the bare
+relay, which passes the upstream's bytes; ``"type":"response.completed"`` from the
+gateway), and prints one ``BENCH_JSON {...}`` line from ``done()`` with exact figures
+(requests, duration, latency percentiles in microseconds, socket errors, bad responses).
+The human-readable ``wrk --latency`` output is kept beside it.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def write_script(path: Path, body_path: Path, headers: dict[str, str], marker: s
 
 @dataclass
 class WrkResult:
-    target: str  # "direct" / "toolwire"
+    target: str  # "direct" / "toolwire" / "toolwire-wN" / "relay"
     connections: int
     duration_s: float
     requests: int

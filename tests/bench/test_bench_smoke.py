@@ -47,6 +47,19 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
                 rf"\| {NUMBER} % \| {NUMBER} % \|",
                 report,
             ), (gateway, writes)
+        # the bare relay: under the summary, and a row in each table (throughput, ratios, CPU per request)
+        assert re.search(
+            rf"^- bare relay, upstream {writes}: {NUMBER} % / {NUMBER} % of direct throughput at 16 connections "
+            rf"\(V1 / V2\), {NUMBER} / {NUMBER} µs of CPU per request against toolwire's {NUMBER} / {NUMBER} µs: "
+            r"what uvicorn \+ aiohttp cost with no translation at all\.$",
+            report, re.M,
+        ), writes
+        for body in ("V1", "V2"):
+            relay_row = rf"^\| upstream {writes} \| {body} \| 16 \| `relay` \| "
+            assert re.search(relay_row + rf"{NUMBER} \| {NUMBER} ms \| {NUMBER} ms \| {NUMBER} ms \| 0 \|",
+                             report, re.M), (writes, body)
+            assert re.search(relay_row + rf"{NUMBER} % \| \+?{NUMBER} ms \|", report, re.M), (writes, body)
+            assert re.search(relay_row + rf"{NUMBER} µs \| {NUMBER} µs \| {NUMBER} % \|$", report, re.M), (writes, body)
     assert re.search(rf"\| gateway RSS with \d+ open streams[^|]*\| {NUMBER} MB \|", report)
     assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
 
@@ -55,10 +68,11 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
     assert {case["connections"] for case in results["load"]} == {1, 16}
     assert {case["writes"] for case in results["load"]} == {"event", "answer"}
     for case in results["load"]:
-        comparisons = [case, *([case["scaled"]] if "scaled" in case else [])]
-        assert len(comparisons) == (2 if case["connections"] == 16 else 1), case.keys()
-        for comparison in comparisons:
-            for target in ("direct", "toolwire"):
+        comparisons = [(case, "toolwire"), *([(case["scaled"], "toolwire")] if "scaled" in case else []),
+                       *([(case["relay"], "relay")] if "relay" in case else [])]
+        assert len(comparisons) == (3 if case["connections"] == 16 else 1), case.keys()
+        for comparison, side in comparisons:
+            for target in ("direct", side):
                 figures = comparison[target]
                 where = (case["writes"], case["body"], case["connections"], target)
                 assert figures["requests"] > 0, where
