@@ -100,6 +100,7 @@ def serve(
     from toolwire.server._auth import is_loopback, parse_client_keys
     from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
     from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
+    from toolwire.upstream import proxy_for
 
     try:
         settings = load_config(config) if config is not None else GatewayConfig()
@@ -154,6 +155,12 @@ def serve(
                 f"the upstream '{needed.name}' has credentials in its URL and a key in "
                 f"{needed.api_key_env}: give one of them."
             )
+    for reached in settings.upstreams:
+        if reached.base_url is not None:
+            try:
+                proxy_for(reached.base_url, os.environ)
+            except ValueError as exc:
+                _fail(f"the upstream '{reached.name}': {exc}")
     server = settings.server
     if server.store != "none":
         from toolwire.store import open_store

@@ -24,6 +24,7 @@ from toolwire.upstream import (
     MockChatBackend,
     ResponsesBackend,
     RetryPolicy,
+    proxy_for,
 )
 from toolwire.upstream._http import HttpBackend
 
@@ -150,7 +151,7 @@ def _responses_backend(upstream: UpstreamConfig, config: GatewayConfig) -> Respo
 
 
 def _http_backend(kind: type[HttpBackendT], upstream: UpstreamConfig, config: GatewayConfig) -> HttpBackendT:
-    """An HTTP backend for ``upstream``, its key read from the environment now."""
+    """An HTTP backend for ``upstream``, its key and proxy read from the environment now."""
     assert upstream.base_url is not None
     api_key = os.environ.get(upstream.api_key_env) if upstream.api_key_env else None
     return kind(
@@ -158,6 +159,7 @@ def _http_backend(kind: type[HttpBackendT], upstream: UpstreamConfig, config: Ga
         api_key=api_key,
         timeout=config.server.upstream_timeout,
         retry=RetryPolicy(attempts=config.server.upstream_retries),
+        proxy=proxy_for(upstream.base_url, os.environ),
     )
 
 

@@ -3,13 +3,15 @@
 ``HttpChatBackend`` and ``HttpResponsesBackend`` talk to real servers over HTTP with
 pooled connections (``HttpEndpoint``); ``MockChatBackend`` is the built-in scripted
 model (``--upstream mock``). Streams arrive as ``StreamBatches``: parsed objects, one
-list per network read.
+list per network read. ``proxy_for`` reads the proxy an upstream is reached through from
+the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...).
 """
 
 from ._base import ChatBackend, ListBatches, ResponsesBackend, StreamBatches
 from ._chat_http import HttpChatBackend
 from ._http import HttpEndpoint, RetryPolicy
 from ._mock import MockChatBackend
+from ._proxy import Proxy, proxy_for
 from ._responses_http import HttpResponsesBackend
 
 __all__ = [
@@ -19,7 +21,9 @@ __all__ = [
     "HttpResponsesBackend",
     "ListBatches",
     "MockChatBackend",
+    "Proxy",
     "ResponsesBackend",
     "RetryPolicy",
     "StreamBatches",
+    "proxy_for",
 ]

@@ -2,8 +2,9 @@
 
 ``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp)
 and no other state between requests (no cookies), ``Authorization: Bearer`` with the
-upstream key, a failed connect or a 5xx retried with bounded backoff before anything
-streamed, and the upstream's own error status and message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
+upstream key, a forward proxy when one is given (``_proxy.proxy_for``), a failed
+connect or a 5xx retried with bounded backoff before anything streamed, and the
+upstream's own error status and message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
 asyncio timeouts) become ``UpstreamError`` here and nowhere else, keeping the cause;
 no key ever appears in a message.
 """
@@ -21,6 +22,8 @@ import orjson
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
 from toolwire.protocol import SSEDecoder
+
+from ._proxy import Proxy, aiohttp_arguments
 
 JSON = dict[str, Any]
 
@@ -51,9 +54,12 @@ class HttpEndpoint:
         check_timeout: float = 5.0,
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
+        proxy: Proxy | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
+        self.proxy = proxy
+        self._where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
         if api_key and self.display_url != self.base_url:
             raise ValueError(
                 f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
@@ -68,18 +74,18 @@ class HttpEndpoint:
         self._retry = retry or RetryPolicy()
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        proxy_headers, self._via = aiohttp_arguments(proxy, self.base_url)
+        self._headers.update(proxy_headers)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
             # No cookie jar: the session serves every client, so a cookie the upstream set
             # in one client's answer must not go out with the next client's request.
+            # No default headers either: aiohttp would add them to a proxy's CONNECT,
+            # the upstream key included. They go with each request.
             self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                headers=self._headers,
-                auto_decompress=True,
-                cookie_jar=aiohttp.DummyCookieJar(),
+                connector=connector, timeout=self._timeout, auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar()
             )
         return self._session
 
@@ -93,13 +99,13 @@ class HttpEndpoint:
         attempt = 0
         while True:
             try:
-                response = await self._client().post(self._url, data=body)
+                response = await self._client().post(self._url, data=body, headers=self._headers, **self._via)
             except aiohttp.ConnectionTimeoutError as exc:
-                error, retryable = connect_error(self.display_url, exc), True
+                error, retryable = connect_error(self._where, exc), True
             except TimeoutError as exc:
-                error, retryable = _first_byte_timeout(self.display_url, self.read_timeout, exc), False
+                error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
             except (aiohttp.ClientError, OSError) as exc:
-                error, retryable = connect_error(self.display_url, exc), True
+                error, retryable = connect_error(self._where, exc), True
             else:
                 if response.status < 400:
                     return response
@@ -147,10 +153,12 @@ class HttpEndpoint:
     async def check(self) -> None:
         """Raise ``UpstreamError`` unless ``GET {base_url}/models`` answers within a few seconds."""
         try:
-            async with self._client().get(self.base_url + "/models", timeout=self._check_timeout) as response:
+            async with self._client().get(
+                self.base_url + "/models", headers=self._headers, timeout=self._check_timeout, **self._via
+            ) as response:
                 await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise connect_error(self.display_url, exc) from exc
+            raise connect_error(self._where, exc) from exc
 
 
 class HttpBackend:
@@ -166,9 +174,16 @@ class HttpBackend:
         timeout: float = 300.0,
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
+        proxy: Proxy | None = None,
     ) -> None:
         self._endpoint = HttpEndpoint(
-            base_url, self.path, api_key=api_key, timeout=timeout, retry=retry, max_connections=max_connections
+            base_url,
+            self.path,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            max_connections=max_connections,
+            proxy=proxy,
         )
         self.display_url = self._endpoint.display_url
 

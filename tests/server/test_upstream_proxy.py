@@ -1,0 +1,103 @@
+"""An upstream reached through the forward proxy the environment names (``HTTPS_PROXY``...).
+
+The gateway's upstream is ``http://upstream.invalid:<port>/v1``: a name that resolves
+nowhere, so an answer at all proves the request went through ``ForwardProxy``, which
+sends every request to the scripted upstream on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, Text
+from tests.support.forward_proxy import ForwardProxy
+from tests.support.gateway import UPSTREAM_KEY, GatewayProcess, free_port
+
+PROXY_SECRET = "proxy-pass-secret-5555"
+BODY = {"model": "m", "input": "hi"}
+
+
+@pytest.fixture
+def proxy(upstream: ChatUpstream) -> Iterator[ForwardProxy]:
+    with ForwardProxy(upstream.port) as proxy:
+        yield proxy
+
+
+def events(text: str) -> list[dict[str, Any]]:
+    return [orjson.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+def unresolvable(upstream: ChatUpstream) -> str:
+    return f"http://upstream.invalid:{upstream.port}/v1"
+
+
+def test_requests_go_through_the_proxy_with_its_credentials(
+    upstream: ChatUpstream, proxy: ForwardProxy, tmp_path: Path
+) -> None:
+    proxy_url = proxy.url.replace("http://", f"http://tw-user:{PROXY_SECRET}@")
+    env = {"HTTP_PROXY": proxy_url, "NO_PROXY": "example.org"}
+    with GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", env=env) as gateway:
+        upstream.enqueue(Text("streamed through the proxy"))
+        upstream.enqueue(Text("answered through the proxy"))
+        with httpx.stream("POST", gateway.base_url + "/responses", json={**BODY, "stream": True}, timeout=30) as streamed:
+            text = b"".join(streamed.iter_raw()).decode()
+        answered = httpx.post(gateway.base_url + "/responses", json=BODY, timeout=30)
+        log = gateway.log()
+
+    assert streamed.status_code == 200
+    [completed] = [event for event in events(text) if event["type"] == "response.completed"]
+    assert completed["response"]["output"][0]["content"][0]["text"] == "streamed through the proxy"
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["output"][0]["content"][0]["text"] == "answered through the proxy"
+    expected_auth = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
+    assert [(r.method, r.url, r.proxy_authorization) for r in proxy.requests] == [
+        ("POST", f"{unresolvable(upstream)}/chat/completions", expected_auth)
+    ] * 2
+    sent = [r for r in upstream.requests if r.path == "/v1/chat/completions"]
+    assert len(sent) == 2
+    for request in sent:
+        assert request.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"  # the upstream's key still goes to it
+        assert "proxy-authorization" not in request.headers
+    assert PROXY_SECRET not in log
+
+
+def test_no_proxy_for_the_upstream_connects_directly(upstream: ChatUpstream, proxy: ForwardProxy, tmp_path: Path) -> None:
+    env = {"HTTP_PROXY": proxy.url, "NO_PROXY": "other.org,.invalid"}
+    with GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", "--upstream-retries", "1", env=env) as gateway:
+        response = httpx.post(gateway.base_url + "/responses", json=BODY, timeout=30)
+    assert response.status_code == 502
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"Cannot reach the upstream at {unresolvable(upstream)}:"), message
+    assert "proxy" not in message
+    assert proxy.requests == []
+
+
+def test_an_unreachable_proxy_is_named_in_the_error_without_its_credentials(upstream: ChatUpstream, tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    env = {"HTTP_PROXY": f"http://tw-user:{PROXY_SECRET}@{dead}"}
+    with GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", "--upstream-retries", "1", env=env) as gateway:
+        response = httpx.post(gateway.base_url + "/responses", json=BODY, timeout=30)
+        ready = httpx.get(gateway.url + "/readyz", timeout=30)
+        log = gateway.log()
+    assert response.status_code == 502
+    message = response.json()["error"]["message"]
+    assert f"(through the proxy http://{dead})" in message, message
+    assert ready.status_code == 503 and f"through the proxy http://{dead}" in ready.json()["reason"]
+    assert PROXY_SECRET not in response.text + ready.text + log
+
+
+def test_a_proxy_toolwire_cannot_use_stops_serve_with_a_clear_reason(upstream: ChatUpstream, tmp_path: Path) -> None:
+    env = {"ALL_PROXY": "socks5://tw-user:secret@127.0.0.1:1080"}
+    gateway = GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", env=env)
+    with pytest.raises(RuntimeError) as refused:
+        gateway.start()
+    reason = str(refused.value)
+    assert "ALL_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use" in reason, reason
+    assert "Traceback" not in reason and "secret" not in reason
