@@ -2,9 +2,9 @@
 
 This module owns the fake backend that every gateway test talks to. `ChatUpstream`
 listens on 127.0.0.1 (a free port), answers ``POST /v1/chat/completions`` and
-``GET /v1/models`` from a script, and records what it received. It runs aiohttp in a
-background thread with its own event loop, so sync tests, async tests and a gateway in
-another process can all reach it through `ChatUpstream.base_url`.
+``GET /v1/models`` from a script, and records what it received. It is a `ThreadedServer`:
+aiohttp in a background thread with its own event loop, so sync tests, async tests and a
+gateway in another process can all reach it through `ChatUpstream.base_url`.
 
 A test scripts the upstream with reply values, consumed one per chat request (FIFO):
 
@@ -35,17 +35,17 @@ times the stream started and the close was noticed.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
 import orjson
 from aiohttp import web
+
+from tests.support.threaded_server import Recorded, ThreadedServer
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -440,7 +440,7 @@ class _NoScriptedReply(Exception):
 # --------------------------------------------------------------------------- server
 
 
-class ChatUpstream:
+class ChatUpstream(ThreadedServer):
     """The scripted upstream. Start it (or use it as a context manager), then script it.
 
     `style`, `reasoning_field`, `fragment_size` and `responder` may be changed at any
@@ -458,24 +458,18 @@ class ChatUpstream:
     ) -> None:
         if fragment_size < 1:
             raise ValueError("fragment_size must be at least 1")
+        super().__init__(port=port, handler_cancellation=True)
         self.style: Style = style
         self.reasoning_field: ReasoningField | None = reasoning_field
         """None: ``reasoning_content`` for openai style, ``reasoning`` for ollama."""
         self.fragment_size = fragment_size
         self.models = tuple(models)
         self.responder: Responder | None = None
-        self._requested_port = port
         self._lock = threading.Lock()
-        self._disconnected = threading.Condition(self._lock)
         self._queue: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._disconnects: list[Disconnect] = []
-        self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
+        self._requests = Recorded[RecordedRequest]("request")
+        self._disconnects = Recorded[Disconnect]("client disconnect noticed")
         self._handlers: set[asyncio.Task[Any]] = set()
-        self._stopping = False
 
     # ----------------------------------------------------------------- script & records
 
@@ -493,8 +487,7 @@ class ChatUpstream:
     @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of every request received so far, in arrival order."""
-        with self._lock:
-            return list(self._requests)
+        return self._requests.snapshot()
 
     @property
     def chat_requests(self) -> list[Any]:
@@ -504,111 +497,38 @@ class ChatUpstream:
     @property
     def disconnects(self) -> list[Disconnect]:
         """A snapshot of the clients that went away mid-stream."""
-        with self._lock:
-            return list(self._disconnects)
+        return self._disconnects.snapshot()
 
     def wait_for_disconnect(self, timeout: float = 2.0) -> Disconnect:
         """Block until a disconnect has been recorded; return the first one."""
-        with self._disconnected:
-            if not self._disconnected.wait_for(lambda: bool(self._disconnects), timeout):
-                raise TimeoutError(f"no client disconnect noticed within {timeout} s")
-            return self._disconnects[0]
+        return self._disconnects.wait_for_first(timeout)
 
     def reset(self) -> None:
         """Forget queued replies, the responder and everything recorded."""
         with self._lock:
             self._queue.clear()
-            self._requests.clear()
-            self._disconnects.clear()
+        self._requests.clear()
+        self._disconnects.clear()
         self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("ChatUpstream is not started")
-        return self._port
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``, what a gateway is configured with."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> ChatUpstream:
-        if self._thread is not None:
-            raise RuntimeError("ChatUpstream is already started")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="chat-upstream", daemon=True)
-        thread.start()
-        self._loop, self._thread = loop, thread
-        try:
-            asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
-        except BaseException:
-            self._shut_down_loop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        """Cancel running handlers, close every connection and the thread's loop."""
-        if self._loop is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(timeout=10)
-        finally:
-            self._shut_down_loop()
-
-    def __enter__(self) -> ChatUpstream:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def _serve(self) -> None:
+    def _make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._unknown_route)
-        # handler_cancellation (off by default since aiohttp 3.9) cancels a handler when its
-        # client disconnects; that is how a stalled stream notices the peer went away.
-        runner = web.AppRunner(
-            app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
-        )
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", self._requested_port))
-            await web.SockSite(runner, sock).start()
-        except BaseException:
-            sock.close()
-            await runner.cleanup()
-            raise
-        self._port = sock.getsockname()[1]
-        self._runner = runner
-        self._stopping = False
+        return app
 
-    async def _close(self) -> None:
-        self._stopping = True
+    async def _on_stop(self) -> None:
+        """Cancel the running chat handlers, so that `stop` never waits for a stalled one."""
         for task in list(self._handlers):
             task.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    def _shut_down_loop(self) -> None:
-        loop, thread = self._loop, self._thread
-        assert loop is not None and thread is not None
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._loop = self._thread = None
-        self._port = None
 
     # ----------------------------------------------------------------- handlers
 
@@ -625,9 +545,7 @@ class ChatUpstream:
             json=parsed,
             received_at=time.monotonic(),
         )
-        with self._lock:
-            self._requests.append(recorded)
-            return len(self._requests) - 1, parsed
+        return self._requests.append(recorded), parsed
 
     def _next_reply(self, request_json: Any, index: int) -> Reply:
         with self._lock:
@@ -723,19 +641,13 @@ class ChatUpstream:
             status=reply.status, headers={"Content-Type": reply.content_type}
         )
         started_at = time.monotonic()
-        try:
+        with self._noticing_disconnect(lambda: self._note_disconnect(index, started_at)):
             await response.prepare(request)
             for line in reply.lines:
                 await response.write(line)
             if reply.linger:
                 await asyncio.sleep(reply.linger)
             await response.write_eof()
-        except ConnectionError:  # a write found the transport closed
-            self._note_disconnect(index, started_at)
-        except asyncio.CancelledError:  # aiohttp cancels the handler when the peer closes
-            if not self._stopping:
-                self._note_disconnect(index, started_at)
-            raise
         return response
 
     async def _stream(
@@ -744,11 +656,13 @@ class ChatUpstream:
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
-        started_at = time.monotonic()
         after = (
             reply.after_chunks if isinstance(reply, StreamError | Cut | Stall) else len(payloads)
         )
-        try:
+        started_at = time.monotonic()
+        with self._noticing_disconnect(
+            lambda: self._note_disconnect(index, started_at), closed_by_us=isinstance(reply, Cut)
+        ):
             await response.prepare(request)
             for payload in payloads[:after]:
                 await response.write(_sse(payload))
@@ -764,18 +678,10 @@ class ChatUpstream:
                         await response.write(_sse(payload))
             await response.write(_DONE)
             await response.write_eof()
-        except ConnectionError:  # a write found the transport closed
-            self._note_disconnect(index, started_at)
-        except asyncio.CancelledError:  # aiohttp cancels the handler when the peer closes
-            if not (isinstance(reply, Cut) or self._stopping):
-                self._note_disconnect(index, started_at)
-            raise
         return response
 
     def _note_disconnect(self, index: int, started_at: float) -> None:
-        with self._disconnected:
-            self._disconnects.append(Disconnect(index, started_at, time.monotonic()))
-            self._disconnected.notify_all()
+        self._disconnects.append(Disconnect(index, started_at, time.monotonic()))
 
 
 def _http_error_response(reply: HttpError) -> web.Response:

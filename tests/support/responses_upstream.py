@@ -2,9 +2,9 @@
 
 ``ResponsesUpstream`` listens on 127.0.0.1 (a free port), answers ``POST /v1/responses``
 from a script and ``GET /v1/models`` with a fixed list, and records every request (headers
-and JSON body). Like ``ChatUpstream`` it runs aiohttp in a background thread with its own
-loop, so sync tests, async tests, a gateway or an agent CLI in another process can all
-reach it at ``base_url``.
+and JSON body). Like ``ChatUpstream`` it is a ``ThreadedServer``: aiohttp in a background
+thread with its own loop, so sync tests, async tests, a gateway or an agent CLI in another
+process can all reach it at ``base_url``.
 
 Replies are consumed one per request (FIFO), then ``responder`` is asked:
 
@@ -28,17 +28,16 @@ fragments. The builders are pure functions.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
 import orjson
 from aiohttp import web
 
+from tests.support.threaded_server import Recorded, ThreadedServer
 from toolwire.agent import ScriptedResponse, response_stream
 
 __all__ = [
@@ -306,22 +305,17 @@ def _terminal_response(events: Sequence[JSON]) -> JSON | None:
 # --------------------------------------------------------------------------- server
 
 
-class ResponsesUpstream:
+class ResponsesUpstream(ThreadedServer):
     """The scripted server. Start it (or use it as a context manager), then script it."""
 
     def __init__(self, models: Sequence[str] = ("upstream-model",)) -> None:
+        super().__init__(handler_cancellation=True)
         self.models = tuple(models)
         self.responder: Responder | None = None
         self._lock = threading.Lock()
-        self._disconnected = threading.Condition(self._lock)
         self._queue: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._disconnects: list[int] = []
-        self._stopping = False
-        self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
+        self._requests = Recorded[RecordedRequest]("request")
+        self._disconnects = Recorded[int]("client disconnect")
 
     # ----------------------------------------------------------------- script & records
 
@@ -331,8 +325,7 @@ class ResponsesUpstream:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
+        return self._requests.snapshot()
 
     @property
     def bodies(self) -> list[Any]:
@@ -342,83 +335,30 @@ class ResponsesUpstream:
     @property
     def disconnects(self) -> list[int]:
         """The indexes in ``requests`` of the streams whose client went away mid-stream."""
-        with self._lock:
-            return list(self._disconnects)
+        return self._disconnects.snapshot()
 
     def wait_for_disconnect(self, timeout: float = 5.0) -> int:
         """Block until a client has gone away mid-stream; return the first one's index."""
-        with self._disconnected:
-            if not self._disconnected.wait_for(lambda: bool(self._disconnects), timeout):
-                raise TimeoutError(f"no client disconnect within {timeout} s")
-            return self._disconnects[0]
+        return self._disconnects.wait_for_first(timeout)
 
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
-            self._requests.clear()
-            self._disconnects.clear()
+        self._requests.clear()
+        self._disconnects.clear()
         self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("ResponsesUpstream is not started")
-        return f"http://127.0.0.1:{self._port}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> ResponsesUpstream:
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="responses-upstream", daemon=True)
-        thread.start()
-        self._loop, self._thread = loop, thread
-        asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=10)
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._close(), loop).result(timeout=10)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=10)
-            loop.close()
-            self._loop = self._thread = None
-            self._port = None
-            self._stopping = False
-
-    def __enter__(self) -> ResponsesUpstream:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def _serve(self) -> None:
+    def _make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/v1/models", self._models)
-        runner = web.AppRunner(
-            app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
-        )
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(runner, sock).start()
-        self._port = sock.getsockname()[1]
-        self._runner = runner
-
-    async def _close(self) -> None:
-        self._stopping = True  # the streams cancelled now did not lose their client
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        return app
 
     # ----------------------------------------------------------------- handlers
 
@@ -429,9 +369,8 @@ class ResponsesUpstream:
         except orjson.JSONDecodeError:
             parsed = None
         headers = {name.lower(): value for name, value in request.headers.items()}
-        with self._lock:
-            self._requests.append(RecordedRequest(request.method, request.path, headers, parsed))
-            return len(self._requests) - 1, parsed
+        recorded = RecordedRequest(request.method, request.path, headers, parsed)
+        return self._requests.append(recorded), parsed
 
     def _next_reply(self, body: Any) -> Reply | None:
         with self._lock:
@@ -475,7 +414,9 @@ class ResponsesUpstream:
             )
         frames, ending = _stream_of(reply, f"resp_{index}", str(body.get("model")))
         stream = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
-        try:
+        with self._noticing_disconnect(
+            lambda: self._disconnects.append(index), closed_by_us=ending == "close"
+        ):
             await stream.prepare(request)
             for frame in frames:
                 await stream.write(frame)
@@ -488,15 +429,4 @@ class ResponsesUpstream:
                     await asyncio.sleep(60)  # aiohttp cancels the handler once the peer is gone
                 case "stall":
                     await asyncio.Event().wait()  # likewise, once the client goes away
-        except ConnectionError:  # a write found the connection closed
-            self._note_disconnect(index)
-        except asyncio.CancelledError:  # the peer closed the connection, or we are stopping
-            if not (ending == "close" or self._stopping):
-                self._note_disconnect(index)
-            raise
         return stream
-
-    def _note_disconnect(self, index: int) -> None:
-        with self._disconnected:
-            self._disconnects.append(index)
-            self._disconnected.notify_all()
