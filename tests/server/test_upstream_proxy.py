@@ -2,12 +2,15 @@
 
 The gateway's upstream is ``http://upstream.invalid:<port>/v1``: a name that resolves
 nowhere, so an answer at all proves the request went through ``ForwardProxy``, which
-sends every request to the scripted upstream on 127.0.0.1.
+sends every request to the scripted upstream on 127.0.0.1. The https upstream is a
+``ChatUpstream`` with a certificate for ``upstream.invalid`` from a test CA (trustme)
+that the gateway trusts through ``SSL_CERT_FILE``, reached through the proxy's tunnel.
 """
 
 from __future__ import annotations
 
 import base64
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+import trustme
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.forward_proxy import ForwardProxy
@@ -101,3 +105,35 @@ def test_a_proxy_toolwire_cannot_use_stops_serve_with_a_clear_reason(upstream: C
     reason = str(refused.value)
     assert "ALL_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use" in reason, reason
     assert "Traceback" not in reason and "secret" not in reason
+
+
+def test_an_https_upstream_is_reached_through_a_tunnel_that_sees_only_the_proxy_credentials(tmp_path: Path) -> None:
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("upstream.invalid").configure_cert(server_context)
+    trusted = tmp_path / "test-ca.pem"
+    authority.cert_pem.write_to_path(str(trusted))
+    with ChatUpstream(ssl_context=server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
+        port = tls_upstream.port
+        url = f"https://upstream.invalid:{port}/v1"
+        env = {
+            "HTTPS_PROXY": proxy.tunnel_url.replace("http://", f"http://tw-user:{PROXY_SECRET}@"),
+            "SSL_CERT_FILE": str(trusted),
+        }
+        with GatewayProcess(url, tmp_path / "gw.log", env=env) as gateway:
+            tls_upstream.enqueue(Text("over TLS through the tunnel"))
+            answered = httpx.post(gateway.base_url + "/responses", json=BODY, timeout=30)
+            log = gateway.log()
+        tunnels = proxy.requests
+        sent = [r for r in tls_upstream.requests if r.path == "/v1/chat/completions"]
+
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["output"][0]["content"][0]["text"] == "over TLS through the tunnel"
+    expected_auth = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
+    assert [(t.method, t.url, t.proxy_authorization) for t in tunnels] == [
+        ("CONNECT", f"upstream.invalid:{port}", expected_auth)
+    ]
+    [request] = sent
+    assert request.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert "proxy-authorization" not in request.headers
+    assert PROXY_SECRET not in log

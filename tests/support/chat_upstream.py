@@ -35,6 +35,7 @@ times the stream started and the close was noticed.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 import time
 from collections import deque
@@ -455,10 +456,11 @@ class ChatUpstream(ThreadedServer):
         fragment_size: int = 4,
         models: Sequence[str] = (DEFAULT_MODEL,),
         port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if fragment_size < 1:
             raise ValueError("fragment_size must be at least 1")
-        super().__init__(port=port, handler_cancellation=True)
+        super().__init__(port=port, handler_cancellation=True, ssl_context=ssl_context)
         self.style: Style = style
         self.reasoning_field: ReasoningField | None = reasoning_field
         """None: ``reasoning_content`` for openai style, ``reasoning`` for ollama."""
@@ -515,8 +517,8 @@ class ChatUpstream(ThreadedServer):
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``, what a gateway is configured with."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        """``http://127.0.0.1:PORT/v1`` (``https`` with an ``ssl_context``), what a gateway is configured with."""
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1"
 
     def _make_app(self) -> web.Application:
         app = web.Application()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -68,9 +69,13 @@ class ThreadedServer:
     client disconnects; that is how a stalled stream notices the peer went away.
     """
 
-    def __init__(self, *, port: int = 0, handler_cancellation: bool = False) -> None:
+    def __init__(
+        self, *, port: int = 0, handler_cancellation: bool = False, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._requested_port = port
         self._handler_cancellation = handler_cancellation
+        self._ssl_context = ssl_context
+        """Serve HTTPS with this context (``scheme`` says which)."""
         self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -109,6 +114,10 @@ class ThreadedServer:
             raise
 
     # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._ssl_context is not None else "http"
 
     @property
     def port(self) -> int:
@@ -166,7 +175,7 @@ class ThreadedServer:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", self._requested_port))
-            await web.SockSite(runner, sock).start()
+            await web.SockSite(runner, sock, ssl_context=self._ssl_context).start()
             self._stopping = False
             await self._on_start()
         except BaseException:
