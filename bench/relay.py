@@ -61,11 +61,11 @@ class Relay:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                # The session settings of toolwire.upstream._http.HttpEndpoint, with its defaults.
+                # The session settings of toolwire.upstream._http.HttpEndpoint, with its
+                # defaults; like it, the headers go with each request.
                 self.session = aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(limit=1000, ttl_dns_cache=300),
                     timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=300.0),
-                    headers=_UPSTREAM_HEADERS,
                     auto_decompress=True,
                     cookie_jar=aiohttp.DummyCookieJar(),
                 )
@@ -93,7 +93,7 @@ class Relay:
         assert self.session is not None
         started = False
         try:
-            async with self.session.post(self.url, data=chat) as response:
+            async with self.session.post(self.url, data=chat, headers=_UPSTREAM_HEADERS) as response:
                 await send({"type": "http.response.start", "status": response.status, "headers": _STREAM_HEAD})
                 started = True
                 async for data in response.content.iter_any():

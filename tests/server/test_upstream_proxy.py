@@ -25,6 +25,8 @@ from tests.support.forward_proxy import ForwardProxy
 from tests.support.gateway import UPSTREAM_KEY, GatewayProcess, free_port
 
 PROXY_SECRET = "proxy-pass-secret-5555"
+PROXY_AUTHORIZATION = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
+"""What the proxy must receive for ``with_credentials(its URL)``."""
 BODY = {"model": "m", "input": "hi"}
 
 
@@ -38,6 +40,10 @@ def events(text: str) -> list[dict[str, Any]]:
     return [orjson.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: ")]
 
 
+def with_credentials(proxy_url: str) -> str:
+    return proxy_url.replace("http://", f"http://tw-user:{PROXY_SECRET}@", 1)
+
+
 def unresolvable(upstream: ChatUpstream) -> str:
     return f"http://upstream.invalid:{upstream.port}/v1"
 
@@ -45,8 +51,7 @@ def unresolvable(upstream: ChatUpstream) -> str:
 def test_requests_go_through_the_proxy_with_its_credentials(
     upstream: ChatUpstream, proxy: ForwardProxy, tmp_path: Path
 ) -> None:
-    proxy_url = proxy.url.replace("http://", f"http://tw-user:{PROXY_SECRET}@")
-    env = {"HTTP_PROXY": proxy_url, "NO_PROXY": "example.org"}
+    env = {"HTTP_PROXY": with_credentials(proxy.url), "NO_PROXY": "example.org"}
     with GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", env=env) as gateway:
         upstream.enqueue(Text("streamed through the proxy"))
         upstream.enqueue(Text("answered through the proxy"))
@@ -60,9 +65,8 @@ def test_requests_go_through_the_proxy_with_its_credentials(
     assert completed["response"]["output"][0]["content"][0]["text"] == "streamed through the proxy"
     assert answered.status_code == 200, answered.text
     assert answered.json()["output"][0]["content"][0]["text"] == "answered through the proxy"
-    expected_auth = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
     assert [(r.method, r.url, r.proxy_authorization) for r in proxy.requests] == [
-        ("POST", f"{unresolvable(upstream)}/chat/completions", expected_auth)
+        ("POST", f"{unresolvable(upstream)}/chat/completions", PROXY_AUTHORIZATION)
     ] * 2
     sent = [r for r in upstream.requests if r.path == "/v1/chat/completions"]
     assert len(sent) == 2
@@ -85,7 +89,7 @@ def test_no_proxy_for_the_upstream_connects_directly(upstream: ChatUpstream, pro
 
 def test_an_unreachable_proxy_is_named_in_the_error_without_its_credentials(upstream: ChatUpstream, tmp_path: Path) -> None:
     dead = f"127.0.0.1:{free_port()}"
-    env = {"HTTP_PROXY": f"http://tw-user:{PROXY_SECRET}@{dead}"}
+    env = {"HTTP_PROXY": with_credentials(f"http://{dead}")}
     with GatewayProcess(unresolvable(upstream), tmp_path / "gw.log", "--upstream-retries", "1", env=env) as gateway:
         response = httpx.post(gateway.base_url + "/responses", json=BODY, timeout=30)
         ready = httpx.get(gateway.url + "/readyz", timeout=30)
@@ -117,7 +121,7 @@ def test_an_https_upstream_is_reached_through_a_tunnel_that_sees_only_the_proxy_
         port = tls_upstream.port
         url = f"https://upstream.invalid:{port}/v1"
         env = {
-            "HTTPS_PROXY": proxy.tunnel_url.replace("http://", f"http://tw-user:{PROXY_SECRET}@"),
+            "HTTPS_PROXY": with_credentials(proxy.tunnel_url),
             "SSL_CERT_FILE": str(trusted),
         }
         with GatewayProcess(url, tmp_path / "gw.log", env=env) as gateway:
@@ -129,9 +133,8 @@ def test_an_https_upstream_is_reached_through_a_tunnel_that_sees_only_the_proxy_
 
     assert answered.status_code == 200, answered.text
     assert answered.json()["output"][0]["content"][0]["text"] == "over TLS through the tunnel"
-    expected_auth = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
     assert [(t.method, t.url, t.proxy_authorization) for t in tunnels] == [
-        ("CONNECT", f"upstream.invalid:{port}", expected_auth)
+        ("CONNECT", f"upstream.invalid:{port}", PROXY_AUTHORIZATION)
     ]
     [request] = sent
     assert request.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"

@@ -4,9 +4,9 @@
 and no other state between requests (no cookies), ``Authorization: Bearer`` with the
 upstream key, a forward proxy when one is given (``_proxy.proxy_for``), a failed
 connect or a 5xx retried with bounded backoff before anything streamed, and the
-upstream's own error status and message kept. ``SSEBatches`` reads a streamed body. Foreign exceptions (aiohttp,
-asyncio timeouts) become ``UpstreamError`` here and nowhere else, keeping the cause;
-no key ever appears in a message.
+upstream's own error status and message kept. ``SSEBatches`` reads a streamed body.
+Foreign exceptions (aiohttp, asyncio timeouts) become ``UpstreamError`` here and
+nowhere else, keeping the cause; no key ever appears in a message.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ class HttpEndpoint:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
-        self.proxy = proxy
         self._where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
         if api_key and self.display_url != self.base_url:
             raise ValueError(
