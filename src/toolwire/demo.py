@@ -29,11 +29,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from toolwire.server import GatewaySettings, create_app
-from toolwire.server._exchange import Exchange
-from toolwire.server._routing import ModelRouter
-from toolwire.translate.profile import GENERIC
-from toolwire.upstream import MockChatBackend
+from toolwire.config import GatewayConfig, UpstreamConfig
+from toolwire.server import Exchange, GatewaySettings, build_router, create_app
 
 __all__ = [
     "DemoTurn",
@@ -123,7 +120,7 @@ async def run_demo() -> list[DemoTurn]:
     import uvicorn
 
     recorder = _Recorder()
-    router = ModelRouter({"mock": (MockChatBackend(), GENERIC)}, {}, default_upstream="mock")
+    router = build_router(GatewayConfig(upstreams=[UpstreamConfig(name="mock", kind="mock", default=True)]))
     app = create_app(router, GatewaySettings(), observers=[recorder])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -35,10 +35,12 @@ from tests.support.responses_upstream import (
     message,
 )
 from toolwire.config import ConfigError, parse_config
-from toolwire.config._model import RESPONSES_CAPABILITY_FLAGS
 from toolwire.protocol import TERMINAL_EVENT_TYPES, SSEDecoder
-from toolwire.server._routing import ResponsesRoute, build_router
-from toolwire.translate.responses_downgrade import ResponsesCapabilities
+from toolwire.server import build_router
+from toolwire.translate import ResponsesCapabilities
+from toolwire.upstream import KINDS
+
+RESPONSES_CAPABILITY_FLAGS = tuple(KINDS["responses"].settings)
 
 JSON = dict[str, Any]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
@@ -347,8 +349,7 @@ upstream = "vllm"
 """
     )
     route = build_router(config).resolve("qwen3")
-    assert isinstance(route, ResponsesRoute) and route.kind == "responses"
-    assert route.capabilities == ResponsesCapabilities(supports_namespaces=True)
+    assert route.backend.capabilities == ResponsesCapabilities(supports_namespaces=True)  # type: ignore[attr-defined]
 
 
 def test_capability_flags_match_the_capabilities_type() -> None:

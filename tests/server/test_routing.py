@@ -6,7 +6,7 @@ import pytest
 
 from toolwire.config import parse_config
 from toolwire.errors import NotFoundError
-from toolwire.server._routing import build_router
+from toolwire.server import build_router
 
 CONFIG = """\
 [[upstreams]]
@@ -32,7 +32,8 @@ upstream = "play"
 def test_configured_models_route_to_their_upstream_and_model() -> None:
     router = build_router(parse_config(CONFIG))
     route = router.resolve("deepseek-v4")
-    assert (route.upstream_name, route.upstream_model, route.profile.name) == ("deepseek", "deepseek-chat", "deepseek")
+    profile = route.backend.profile  # type: ignore[attr-defined]
+    assert (route.upstream_name, route.upstream_model, profile.name) == ("deepseek", "deepseek-chat", "deepseek")
     assert router.resolve("toy").upstream_model == "toy"
 
 

@@ -16,10 +16,9 @@ from starlette.testclient import TestClient
 
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
-from toolwire.server import GatewaySettings, create_app
+from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._exchange import Exchange, ToolCallSummary
-from toolwire.server._observability import Observability, observability
-from toolwire.server._routing import build_router
+from toolwire.server.observe import Observability, observability
 
 CUSTOM_PATCH_TOOL = {
     "type": "custom",

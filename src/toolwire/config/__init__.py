@@ -6,10 +6,25 @@ name them).
 """
 
 from ._load import ConfigError, load_config, parse_config
-from ._model import GatewayConfig, ModelConfig, ServerConfig, UpstreamConfig
+from ._model import (
+    DEFAULT_CAPTURE_KEEP,
+    DEFAULT_CAPTURE_MAX_BYTES,
+    DEFAULT_INSPECTOR_MAX_BYTES,
+    DEFAULT_INSPECTOR_MAX_EXCHANGES,
+    DEFAULT_MAX_BODY_BYTES,
+    GatewayConfig,
+    ModelConfig,
+    ServerConfig,
+    UpstreamConfig,
+)
 from ._shortcuts import SHORTCUTS, Shortcut, upstream_from_flag
 
 __all__ = [
+    "DEFAULT_CAPTURE_KEEP",
+    "DEFAULT_CAPTURE_MAX_BYTES",
+    "DEFAULT_INSPECTOR_MAX_BYTES",
+    "DEFAULT_INSPECTOR_MAX_EXCHANGES",
+    "DEFAULT_MAX_BODY_BYTES",
     "SHORTCUTS",
     "ConfigError",
     "GatewayConfig",

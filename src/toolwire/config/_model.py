@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from toolwire.translate.profile import PRESETS
+from toolwire.upstream import KINDS, backend_kind
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
@@ -48,10 +46,14 @@ class ServerConfig(_Strict):
 
 
 class UpstreamConfig(_Strict):
-    """A backend: a Chat Completions server, a Responses server, or the built-in mock."""
+    """A backend: its kind (``toolwire.upstream.KINDS``: chat, responses, mock, ...) and address.
+
+    ``kind``, ``preset`` and the settings that only one kind reads are checked against
+    the registry of kinds.
+    """
 
     name: str
-    kind: Literal["chat", "responses", "mock"] = "chat"
+    kind: str = "chat"
     base_url: str | None = None
     api_key_env: str | None = None
     preset: str = "generic"
@@ -59,44 +61,43 @@ class UpstreamConfig(_Strict):
     default: bool = False
     # kind = "responses" only: what the backend's own /responses understands beyond V1
     # function tools. What it lacks is downgraded on the way there and restored on the
-    # way back (toolwire.translate.responses_downgrade); all false suits any V1 server.
+    # way back (toolwire.translate.ResponsesCapabilities); all false suits any V1 server.
     supports_additional_tools: bool = False
     supports_custom_tools: bool = False
     supports_namespaces: bool = False
     supports_tool_search: bool = False
     supports_hosted_tools: bool = False
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        backend_kind(kind)
+        return kind
+
     @field_validator("preset")
     @classmethod
-    def _known_preset(cls, preset: str) -> str:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset '{preset}' (known: {', '.join(sorted(PRESETS))})")
+    def _preset_of_its_kind(cls, preset: str, info: ValidationInfo) -> str:
+        kind = KINDS.get(info.data.get("kind", ""))
+        if kind is not None and preset not in kind.presets:
+            raise ValueError(
+                f"unknown preset '{preset}' for kind '{kind.name}' (known: {', '.join(sorted(kind.presets))})"
+            )
         return preset
 
     @model_validator(mode="after")
-    def _needs_address(self) -> UpstreamConfig:
-        if self.kind != "mock" and not self.base_url:
+    def _fits_its_kind(self) -> UpstreamConfig:
+        kind = backend_kind(self.kind)
+        if kind.needs_base_url and not self.base_url:
             raise ValueError(f"upstream '{self.name}' of kind '{self.kind}' needs a base_url")
+        for other in KINDS.values():
+            if other is kind:
+                continue
+            foreign = [name for name in other.settings if name not in kind.settings and getattr(self, name)]
+            if foreign:
+                raise ValueError(
+                    f"upstream '{self.name}': {', '.join(foreign)} can only be set for kind = '{other.name}'"
+                )
         return self
-
-    @model_validator(mode="after")
-    def _capabilities_of_responses_only(self) -> UpstreamConfig:
-        flags = [name for name in RESPONSES_CAPABILITY_FLAGS if getattr(self, name)]
-        if flags and self.kind != "responses":
-            raise ValueError(
-                f"upstream '{self.name}': {', '.join(flags)} can only be set for kind = 'responses'"
-            )
-        return self
-
-
-RESPONSES_CAPABILITY_FLAGS = (
-    "supports_additional_tools",
-    "supports_custom_tools",
-    "supports_namespaces",
-    "supports_tool_search",
-    "supports_hosted_tools",
-)
-"""The ``UpstreamConfig`` fields that are ``ResponsesCapabilities`` fields of the same name."""
 
 
 class ModelConfig(_Strict):

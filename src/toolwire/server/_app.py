@@ -9,17 +9,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolwire.errors import NotFoundError, UpstreamError
 
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
-from ._observers import LogObserver
-from ._responses import ResponsesEndpoint
+from ._http_responses import ResponsesHttpEndpoint
+from ._pipeline import ExchangePipeline
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._stored import stored_routes
+from .observe import LogObserver
+from .types import ASGIApp, Receive, Scope, Send
 
 
 def create_app(
@@ -69,7 +70,7 @@ def create_app(
             if settings.store is not None:
                 await settings.store.aclose()
 
-    responses = ResponsesEndpoint(router, settings, observers)
+    responses = ResponsesHttpEndpoint(ExchangePipeline(router, settings, observers))
     app = Starlette(
         routes=[
             Route("/v1/responses", responses, methods=["POST"]),

@@ -1,16 +1,10 @@
-"""Small ASGI helpers: typed aliases, sending a whole response, reading a bounded body."""
+"""Small ASGI helpers: sending a whole response, reading a bounded body."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
 from toolwire.errors import RequestError
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from .types import Receive, Scope, Send
 
 
 class ClientDisconnected(Exception):

@@ -11,9 +11,9 @@ import hmac
 import ipaddress
 
 import orjson
-from starlette.types import ASGIApp
 
-from ._asgi import Receive, Scope, Send, send_bytes
+from ._asgi import send_bytes
+from .types import ASGIApp, Receive, Scope, Send
 
 
 def parse_client_keys(raw: str) -> tuple[bytes, ...]:

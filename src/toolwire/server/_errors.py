@@ -9,7 +9,8 @@ import orjson
 from toolwire.errors import InternalError, ToolwireError, UpstreamError
 from toolwire.tools import ConfigurationError
 
-from ._asgi import Send, send_bytes
+from ._asgi import send_bytes
+from .types import Send
 
 log = logging.getLogger("toolwire.server")
 

@@ -12,16 +12,15 @@ from __future__ import annotations
 import gc
 import os
 
-from starlette.types import ASGIApp
-
 from toolwire.config import GatewayConfig
 from toolwire.store import open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
-from ._observability import observability
 from ._routing import build_router
 from ._settings import GatewaySettings
+from .observe import observability
+from .types import ASGIApp
 
 CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
 MODEL_OVERRIDE_ENV = "TOOLWIRE_SERVE_MODEL"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolwire.config._model import DEFAULT_MAX_BODY_BYTES
+from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.store import ResponseStore
 
 

@@ -755,6 +755,10 @@ class ResponsesStreamRestorer:
             ]
         return restored
 
+    def translate_whole(self, response: JSON) -> JSON:
+        """The backend's whole Response object, restored (``restore_response``)."""
+        return self.restore_response(response)
+
     # ------------------------------------------------------------ events
 
     def _on_lifecycle(self, event: JSON) -> JSON:

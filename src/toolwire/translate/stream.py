@@ -301,6 +301,16 @@ class ChatStreamTranslator:
         self._begin()
         return self._fail(message, code)
 
+    def translate_whole(self, completion: JSON) -> JSON:
+        """The Response object for a whole (non-streamed) completion: the equivalent stream
+        chunks fed through this translator (``status`` failed if it holds an ``error``)."""
+        from .completion import completion_chunks
+
+        for chunk in completion_chunks(completion):
+            self.feed(chunk)
+        self.finish()
+        return self.response
+
     # ------------------------------------------------------------ chunk -> signals
 
     def _signals(self, chunk: JSON) -> list[Signal]:

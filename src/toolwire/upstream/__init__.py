@@ -1,29 +1,31 @@
-"""Backends behind two seams: ``ChatBackend`` (Chat Completions) and ``ResponsesBackend``.
+"""Backends behind one seam, ``Backend``, and the registry of their kinds.
 
-``HttpChatBackend`` and ``HttpResponsesBackend`` talk to real servers over HTTP with
-pooled connections (``HttpEndpoint``); ``MockChatBackend`` is the built-in scripted
-model (``--upstream mock``). Streams arrive as ``StreamBatches``: parsed objects, one
-list per network read. ``proxy_for`` reads the proxy an upstream is reached through from
-the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...).
+Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds``:
+``chat``, ``responses``, ``mock``): it translates a request for its wire
+(``UpstreamCall``, with the ``StreamMachine`` that translates the answer back) and
+sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
+retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
+Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
 """
 
-from ._base import ChatBackend, ListBatches, ResponsesBackend, StreamBatches
-from ._chat_http import HttpChatBackend
+from ._base import Backend, ListBatches, StreamBatches, StreamMachine, UpstreamCall
 from ._http import HttpEndpoint, RetryPolicy
-from ._mock import MockChatBackend
+from ._kind import BackendKind, BackendSetup
 from ._proxy import Proxy, proxy_for
-from ._responses_http import HttpResponsesBackend
+from .kinds import KINDS, backend_kind
 
 __all__ = [
-    "ChatBackend",
-    "HttpChatBackend",
+    "KINDS",
+    "Backend",
+    "BackendKind",
+    "BackendSetup",
     "HttpEndpoint",
-    "HttpResponsesBackend",
     "ListBatches",
-    "MockChatBackend",
     "Proxy",
-    "ResponsesBackend",
     "RetryPolicy",
     "StreamBatches",
+    "StreamMachine",
+    "UpstreamCall",
+    "backend_kind",
     "proxy_for",
 ]

@@ -1,12 +1,27 @@
-"""The seams between the gateway and its backends: ``ChatBackend`` and ``ResponsesBackend``."""
+"""The seam between the exchange pipeline and its backends: ``Backend``.
+
+Whatever its kind (Chat Completions, Responses, the mock, ...), a configured upstream is
+a ``Backend``. The pipeline asks it three things and never which kind it is:
+
+* ``prepare(request, ...)``, pure: the request translated for this backend, as an
+  ``UpstreamCall`` (the body to send, what was lost or reshaped on the way, and the
+  ``StreamMachine`` that translates the answer back);
+* ``stream(body)``: open a streamed answer, parsed into ``StreamBatches``;
+* ``fetch(body)``: a whole (non-streamed) answer.
+
+Both I/O methods raise ``UpstreamError`` *before* anything is streamed when the backend
+cannot be reached, answers with an error status, or sends no first byte in time, so
+the gateway can still answer with a plain HTTP error.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolwire.protocol import ChatRequest
+from toolwire.protocol import ResponsesRequest
 
 JSON = dict[str, Any]
 
@@ -29,41 +44,73 @@ class StreamBatches(Protocol):
     def __aiter__(self) -> AsyncIterator[list[JSON]]: ...
 
 
-class ChatBackend(Protocol):
-    """A Chat Completions server.
+class StreamMachine(Protocol):
+    """A backend's answer in, Responses events (or the whole Response object) out.
 
-    Both methods raise ``UpstreamError`` *before* anything is streamed when the backend
-    cannot be reached, answers with an error status, or sends no first byte in time, so
-    the gateway can still answer with a plain HTTP error.
+    ``start`` / ``feed`` / ``finish`` / ``fail`` translate a stream, one upstream object
+    at a time, ending in exactly one terminal event; ``translate_whole`` translates a
+    whole non-streamed answer into the Response object. ``conversions`` lists every
+    repair made on the way back.
     """
 
-    def stream(self, request: ChatRequest) -> AbstractAsyncContextManager[StreamBatches]:
-        """Open a streaming completion; leaving the context closes the connection."""
+    conversions: list[str]
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def response(self) -> JSON: ...
+
+    def start(self) -> list[Any]: ...
+
+    def feed(self, item: JSON) -> list[Any]: ...
+
+    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[Any]: ...
+
+    def fail(self, message: str, *, code: str = "server_error") -> list[Any]: ...
+
+    def translate_whole(self, answer: JSON) -> JSON: ...
+
+
+@dataclass(slots=True)
+class UpstreamCall:
+    """One request translated for its backend, and the machine that translates the answer.
+
+    ``body`` is what goes upstream (observers record it); ``warnings`` says what could not
+    be sent, ``conversions`` what was reshaped on the way.
+    """
+
+    body: Mapping[str, Any]
+    machine: StreamMachine
+    warnings: list[str] = field(default_factory=list)
+    conversions: list[str] = field(default_factory=list)
+
+
+class Backend(Protocol):
+    """One configured upstream, whatever its kind."""
+
+    def prepare(
+        self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
+    ) -> UpstreamCall:
+        """Translate ``request`` (its stored history already in ``input``) for this backend.
+
+        Pure; raises ``RequestError`` for what the client got wrong and this backend's wire
+        cannot express. ``response_id`` and ``created_at`` name the Response the machine
+        builds; its ``model`` is the client's (``request.model``).
+        """
         ...
 
-    async def complete(self, request: ChatRequest) -> JSON:
-        """A non-streaming completion."""
+    def stream(self, body: Mapping[str, Any]) -> AbstractAsyncContextManager[StreamBatches]:
+        """Open a streamed answer to ``body``; leaving the context closes the connection."""
+        ...
+
+    async def fetch(self, body: Mapping[str, Any]) -> JSON:
+        """The whole answer to ``body``, not streamed."""
         ...
 
     async def check(self) -> None:
         """Raise ``UpstreamError`` if the backend is unreachable (for readiness probes)."""
         ...
-
-    async def aclose(self) -> None: ...
-
-
-class ResponsesBackend(Protocol):
-    """A Responses server (vLLM's, Ollama's, OpenAI's own ``/v1/responses``)."""
-
-    def stream(self, body: Mapping[str, Any]) -> AbstractAsyncContextManager[StreamBatches]:
-        """Open a streaming response (``body`` has ``stream: true``); leaving closes it."""
-        ...
-
-    async def create(self, body: Mapping[str, Any]) -> JSON:
-        """A non-streaming response: the Response object."""
-        ...
-
-    async def check(self) -> None: ...
 
     async def aclose(self) -> None: ...
 

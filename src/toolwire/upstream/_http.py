@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -23,7 +23,12 @@ import orjson
 from toolwire.errors import UpstreamError, UpstreamProtocolError
 from toolwire.protocol import SSEDecoder
 
-from ._proxy import Proxy, aiohttp_arguments
+from ._proxy import Proxy, aiohttp_arguments, proxy_for
+
+if TYPE_CHECKING:
+    from toolwire.config import UpstreamConfig
+
+    from ._kind import BackendSetup
 
 JSON = dict[str, Any]
 
@@ -161,36 +166,32 @@ class HttpEndpoint:
 
 
 class HttpBackend:
-    """What every HTTP backend shares: one ``HttpEndpoint`` at ``path``, its check, its close."""
+    """What every HTTP backend shares: one ``HttpEndpoint``, its check, its close."""
 
-    path: ClassVar[str]
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 300.0,
-        retry: RetryPolicy | None = None,
-        max_connections: int = 1000,
-        proxy: Proxy | None = None,
-    ) -> None:
-        self._endpoint = HttpEndpoint(
-            base_url,
-            self.path,
-            api_key=api_key,
-            timeout=timeout,
-            retry=retry,
-            max_connections=max_connections,
-            proxy=proxy,
-        )
-        self.display_url = self._endpoint.display_url
+    def __init__(self, endpoint: HttpEndpoint) -> None:
+        self._endpoint = endpoint
+        self.display_url = endpoint.display_url
 
     async def check(self) -> None:
         await self._endpoint.check()
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
+
+
+def endpoint_for(upstream: UpstreamConfig, setup: BackendSetup, path: str) -> HttpEndpoint:
+    """The endpoint at ``path`` of a configured upstream, its key and proxy read from the
+    environment now."""
+    assert upstream.base_url is not None
+    environ = setup.environ
+    return HttpEndpoint(
+        upstream.base_url,
+        path,
+        api_key=environ.get(upstream.api_key_env) if upstream.api_key_env else None,
+        timeout=setup.server.upstream_timeout,
+        retry=RetryPolicy(attempts=setup.server.upstream_retries),
+        proxy=proxy_for(upstream.base_url, environ),
+    )
 
 
 class SSEBatches:

@@ -1,6 +1,10 @@
-"""``MockChatBackend``: a built-in scripted model, so the whole chain runs with no model server.
+"""``kind = "mock"``: a built-in scripted model, so the whole chain runs with no model server.
 
-It reads the conversation and answers like a very literal model:
+It speaks the Chat wire without HTTP: requests are translated as for a Chat Completions
+server (the generic preset) and its answers are Chat chunks, translated back the same
+way. As a model,
+
+it reads the conversation and answers very literally:
 
 - a user message ``call <tool> <json arguments>`` (or ``call <tool>``) makes a tool call
   of a declared tool whose upstream name is or ends with ``<tool>``; several
@@ -18,18 +22,33 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from toolwire.protocol import ChatRequest
+from toolwire.protocol import ResponsesRequest
+from toolwire.translate import GENERIC
 
-from ._base import ListBatches, StreamBatches
+from .._base import ListBatches, StreamBatches, UpstreamCall
+from .._kind import BackendKind, BackendSetup
+from .chat import prepare_chat
+
+if TYPE_CHECKING:
+    from toolwire.config import UpstreamConfig
+
+JSON = Mapping[str, Any]
 
 
-class MockChatBackend:
-    """A ``ChatBackend`` that needs no server."""
+class MockBackend:
+    """A ``Backend`` that needs no server."""
+
+    def prepare(
+        self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
+    ) -> UpstreamCall:
+        return prepare_chat(
+            request, GENERIC, upstream_model=upstream_model, response_id=response_id, created_at=created_at
+        )
 
     async def check(self) -> None:
         return None
@@ -38,10 +57,11 @@ class MockChatBackend:
         return None
 
     @contextlib.asynccontextmanager
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamBatches]:
-        yield ListBatches([_chunks(request)])
+    async def stream(self, body: JSON) -> AsyncIterator[StreamBatches]:
+        yield ListBatches([_chunks(body)])
 
-    async def complete(self, request: ChatRequest) -> dict[str, Any]:
+    async def fetch(self, body: JSON) -> dict[str, Any]:
+        request = body
         reasoning, text, calls = answer(request)
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if reasoning:
@@ -61,7 +81,7 @@ class MockChatBackend:
         }
 
 
-def answer(request: ChatRequest) -> tuple[str | None, str | None, list[tuple[str, str, str]]]:
+def answer(request: JSON) -> tuple[str | None, str | None, list[tuple[str, str, str]]]:
     """(reasoning, text, [(call_id, upstream tool name, arguments)]) for the conversation."""
     messages = request.get("messages", [])
     last = messages[-1] if messages else {}
@@ -89,7 +109,7 @@ def answer(request: ChatRequest) -> tuple[str | None, str | None, list[tuple[str
     return reasoning, f"You said: {said}", []
 
 
-def _chunks(request: ChatRequest) -> list[dict[str, Any]]:
+def _chunks(request: JSON) -> list[dict[str, Any]]:
     reasoning, text, calls = answer(request)
     base = {"id": "chatcmpl-mock-" + secrets.token_hex(6), "object": "chat.completion.chunk",
             "created": int(time.time()), "model": request.get("model", "mock")}
@@ -129,7 +149,16 @@ def _call_names(messages: list[Any]) -> dict[str, str]:
     return names
 
 
-def _usage(request: ChatRequest, text: str | None, calls: list[tuple[str, str, str]]) -> dict[str, int]:
+def _usage(request: JSON, text: str | None, calls: list[tuple[str, str, str]]) -> dict[str, int]:
     prompt = len(orjson.dumps(request.get("messages", []))) // 4
     completion = (len(text or "") + sum(len(a) for _, _, a in calls)) // 4 + 1
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _build(upstream: UpstreamConfig, setup: BackendSetup) -> MockBackend:
+    return MockBackend()
+
+
+MOCK = BackendKind(
+    "mock", _build, needs_base_url=False, description="the built-in scripted model (no server needed)"
+)

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from tests.support.observed import exchange
-from toolwire.server._observers import LogObserver
-from toolwire.server._redact import Redactor
+from toolwire.server.observe._log import LogObserver
+from toolwire.server.observe._redact import Redactor
 
 LINE_KEYS = [
     "request_id", "model", "upstream", "upstream_model", "stream", "status", "outcome", "latency_ms", "ttft_ms",

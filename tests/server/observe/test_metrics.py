@@ -18,7 +18,12 @@ from tests.support.observed import (
     observed_config,
 )
 from toolwire.server._exchange import Exchange
-from toolwire.server._metrics import OTHER, BoundedLabel, MetricsObserver, upstream_error_kind
+from toolwire.server.observe._metrics import (
+    OTHER,
+    BoundedLabel,
+    MetricsObserver,
+    upstream_error_kind,
+)
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

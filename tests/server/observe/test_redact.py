@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from toolwire.server._redact import REDACTED, Redactor, is_secret_field
+from toolwire.server.observe._redact import REDACTED, Redactor, is_secret_field
 
 SECRET = "sk-upstream-secret-0123456789"
 

@@ -50,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._exchange import Exchange
+from .._exchange import Exchange
 
 OTHER = "other"
 MAX_LABEL_LENGTH = 120

@@ -1,4 +1,6 @@
-"""``observability(config)``: the observers and routes a gateway's configuration asks for.
+"""Seeing what crosses the gateway: logs, metrics, captures, the inspector, and redaction.
+
+``observability(config)`` gives the observers and routes a gateway's configuration asks for.
 
 Always: the log line per request (``LogObserver``) and Prometheus metrics at
 ``/metrics`` (``MetricsObserver``). With ``server.capture_dir``: every exchange on disk
@@ -22,13 +24,27 @@ from starlette.routing import BaseRoute, Route
 
 from toolwire.config import GatewayConfig
 
+from .._exchange import ExchangeObserver
 from ._capture import CaptureObserver
-from ._exchange import ExchangeObserver
 from ._inspector import RecentExchanges, inspector_routes
+from ._log import LogObserver
 from ._metrics import MetricsObserver
-from ._observers import LogObserver
-from ._record import RecordEncoder
-from ._redact import Redactor
+from ._record import RecordEncoder, summarize
+from ._redact import REDACTED, Redactor, is_secret_field
+
+__all__ = [
+    "REDACTED",
+    "CaptureObserver",
+    "LogObserver",
+    "MetricsObserver",
+    "Observability",
+    "RecentExchanges",
+    "RecordEncoder",
+    "Redactor",
+    "is_secret_field",
+    "observability",
+    "summarize",
+]
 
 
 class Observability(NamedTuple):

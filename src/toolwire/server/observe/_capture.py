@@ -21,9 +21,9 @@ import logging
 import os
 from pathlib import Path
 
-from toolwire.config._model import DEFAULT_CAPTURE_KEEP, DEFAULT_CAPTURE_MAX_BYTES
+from toolwire.config import DEFAULT_CAPTURE_KEEP, DEFAULT_CAPTURE_MAX_BYTES
 
-from ._exchange import Exchange
+from .._exchange import Exchange
 from ._record import RecordEncoder
 from ._redact import Redactor
 

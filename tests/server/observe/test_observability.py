@@ -11,11 +11,11 @@ from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.observed import observed_client, observed_config
 from toolwire.config import ServerConfig
-from toolwire.server._capture import CaptureObserver
-from toolwire.server._inspector import RecentExchanges
-from toolwire.server._metrics import MetricsObserver
-from toolwire.server._observability import observability
-from toolwire.server._observers import LogObserver
+from toolwire.server.observe import observability
+from toolwire.server.observe._capture import CaptureObserver
+from toolwire.server.observe._inspector import RecentExchanges
+from toolwire.server.observe._log import LogObserver
+from toolwire.server.observe._metrics import MetricsObserver
 
 
 def paths(routes: Sequence[BaseRoute]) -> list[str]:

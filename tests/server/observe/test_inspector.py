@@ -31,7 +31,7 @@ from tests.support.observed import (
 )
 from toolwire.protocol import SSEDecoder
 from toolwire.server._exchange import Exchange
-from toolwire.server._inspector import RecentExchanges
+from toolwire.server.observe._inspector import RecentExchanges
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -165,8 +165,8 @@ def test_a_huge_record_is_kept_without_its_traffic() -> None:
 
 
 def test_kept_records_are_redacted() -> None:
-    from toolwire.server._record import RecordEncoder
-    from toolwire.server._redact import Redactor
+    from toolwire.server.observe._record import RecordEncoder
+    from toolwire.server.observe._redact import Redactor
 
     recent = RecentExchanges(encoder=RecordEncoder(Redactor(["s3cr3t-key-value"])))
     recent.finished(exchange(client_request=b'{"model":"m","input":"use s3cr3t-key-value"}',

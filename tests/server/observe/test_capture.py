@@ -20,9 +20,9 @@ from tests.support.observed import (
     observed_client,
     observed_config,
 )
-from toolwire.server._capture import CaptureObserver
-from toolwire.server._record import RecordEncoder
-from toolwire.server._redact import REDACTED, Redactor
+from toolwire.server.observe._capture import CaptureObserver
+from toolwire.server.observe._record import RecordEncoder
+from toolwire.server.observe._redact import REDACTED, Redactor
 
 
 def records(directory: Path) -> list[dict[str, Any]]:

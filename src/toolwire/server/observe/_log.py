@@ -6,7 +6,7 @@ import logging
 
 import orjson
 
-from ._exchange import Exchange
+from .._exchange import Exchange
 from ._record import summarize
 from ._redact import Redactor
 

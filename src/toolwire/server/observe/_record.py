@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from ._exchange import Exchange
+from .._exchange import Exchange
 from ._redact import Redactor
 
 

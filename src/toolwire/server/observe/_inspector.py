@@ -33,10 +33,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from toolwire.config._model import DEFAULT_INSPECTOR_MAX_BYTES, DEFAULT_INSPECTOR_MAX_EXCHANGES
+from toolwire.config import DEFAULT_INSPECTOR_MAX_BYTES, DEFAULT_INSPECTOR_MAX_EXCHANGES
 
-from ._auth import is_loopback
-from ._exchange import Exchange
+from .._auth import is_loopback
+from .._exchange import Exchange
 from ._record import RecordEncoder, summary_with_time, traffic_omitted
 from ._redact import Redactor
 
@@ -146,7 +146,7 @@ class RecentExchanges:
 def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ()) -> list[BaseRoute]:
     """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent``."""
     keys = tuple(client_keys)
-    ui = resources.files("toolwire.server") / "ui"
+    ui = resources.files("toolwire.server.observe") / "ui"
     assets = {name: (ui / name).read_bytes() for name in _ASSETS}
 
     def asset(name: str) -> Route:

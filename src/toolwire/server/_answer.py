@@ -1,0 +1,155 @@
+"""``Answer``: what has been said to the client about one exchange, whatever the transport.
+
+An answer is one of: an error (nothing streamed yet), a whole Response object, or a
+stream of events ending in exactly one terminal event. ``Answer`` records each on the
+``Exchange`` and hands it to the ``Transport``, and knows which has begun, so that when
+the exchange is cut short (the server shuts down) the client still gets a proper ending:
+an error if nothing was sent, the stream's failure events if it was streaming. Every
+error text that reaches the client goes through the redactor first, since an upstream
+may echo a key in its error message.
+
+``pump`` drives a backend's ``StreamMachine`` from its ``StreamBatches``: one delivery
+to the client per upstream read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from toolwire.errors import ToolwireError, UpstreamError
+from toolwire.upstream import StreamBatches, StreamMachine
+
+from ._errors import as_toolwire_error
+from ._exchange import Exchange
+from ._transport import ErrorAnswer, Transport
+
+log = logging.getLogger("toolwire.server")
+
+_FAILURE_EVENTS = frozenset({"error", "response.failed"})
+
+Keep = Callable[[dict[str, Any]], Awaitable[None]]
+"""Stores a finished Response object (a no-op when there is no store)."""
+Redact = Callable[[bytes], bytes]
+"""Serialized JSON in, the same with every secret replaced."""
+
+
+class GatewayShuttingDown(ToolwireError):
+    status = 503
+    error_type = "service_unavailable"
+
+
+class Answer:
+    """The answer being given for ``exchange`` through ``transport``."""
+
+    def __init__(self, exchange: Exchange, transport: Transport, redact: Redact) -> None:
+        self.exchange = exchange
+        self._transport = transport
+        self._redact = redact
+        self.started = False
+        self.complete = False
+        """The answer's last byte has been handed to the transport."""
+        self.machine: StreamMachine | None = None
+
+    async def error(self, exc: BaseException) -> None:
+        """Nothing was sent yet: answer ``exc`` as an OpenAI-shaped error."""
+        error = as_toolwire_error(exc)
+        self.exchange.finish("error", status=error.status, error=error.message, error_kind=type(error).__name__)
+        body = orjson.loads(self._redact(orjson.dumps(error.to_body())))
+        retry_after = error.retry_after if isinstance(error, UpstreamError) else None
+        self.started = True
+        await self._transport.send_error(ErrorAnswer(error.status, body, retry_after or None))
+        self.complete = True
+
+    async def response(self, response: dict[str, Any]) -> None:
+        """A whole (non-streamed) Response object."""
+        self.exchange.finish(str(response.get("status", "completed")), response=response)
+        self.started = True
+        await self._transport.send_response(response)
+        self.complete = True
+
+    async def start_stream(self, machine: StreamMachine) -> None:
+        self.machine = machine
+        self.started = True
+        await self._transport.open_stream()
+
+    async def events(self, events: list[Any], *, last: bool = False) -> None:
+        """Send ``events``; ``last`` ends the stream in the same delivery."""
+        if events:
+            self.exchange.note_events(events)
+            if last:  # a failure is always the end of a stream
+                events = [self._redacted(event) if event["type"] in _FAILURE_EVENTS else event for event in events]
+        elif not last:
+            return
+        await self._transport.send_events(events, last=last)
+        self.complete = last
+
+    async def cut_short(self) -> None:
+        """The server is shutting down with this exchange unfinished: end it properly."""
+        if not self.started:
+            await self.error(GatewayShuttingDown("The gateway is shutting down; retry the request."))
+        elif self.machine is not None and not self.machine.finished:
+            await self.events(self.machine.fail("The gateway is shutting down."), last=True)
+
+    def conclude(self) -> None:
+        """Record on the exchange how it ended, if nothing recorded it yet."""
+        exchange, machine = self.exchange, self.machine
+        if exchange.finished_at is not None:
+            return
+        if machine is not None:
+            exchange.conversions.extend(c for c in machine.conversions if c not in exchange.conversions)
+            if machine.finished:
+                response = machine.response
+                exchange.finish(str(response.get("status")), response=response)
+                return
+        exchange.finish("disconnected", error="The client went away before the response was complete.")
+        log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
+
+    def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:
+        redacted: dict[str, Any] = orjson.loads(self._redact(orjson.dumps(event)))
+        return redacted
+
+
+async def pump(answer: Answer, batches: StreamBatches, machine: StreamMachine, keep: Keep) -> None:
+    """Backend batches -> events -> the client, ending in exactly one terminal event.
+
+    The response is stored before its terminal event goes out, so a client that
+    continues it at once always finds it.
+    """
+    await answer.start_stream(machine)
+    exchange = answer.exchange
+    events = machine.start()  # sent with the first batch: one delivery, not two
+    try:
+        async for batch in batches:
+            for item in batch:
+                exchange.note_chunk(item)
+                events.extend(machine.feed(item))
+                if machine.finished:
+                    break
+            if machine.finished or batches.ended_cleanly:
+                break  # the end marker came: the terminal events go out with this batch's
+            await answer.events(events)
+            events = []
+        if not machine.finished:
+            events.extend(machine.finish(completed_at=int(time.time()), ended_cleanly=batches.ended_cleanly))
+        await _keep_quietly(keep, machine.response)
+    except UpstreamError as exc:
+        events += machine.fail(exc.message)
+    except OSError:
+        raise  # the client is gone: nothing more can be sent
+    except Exception as exc:
+        log.error("stream translation failed", exc_info=exc)
+        events += machine.fail("The gateway failed while translating the stream.")
+    await answer.events(events, last=True)  # the terminal event and the end of the stream: one delivery
+
+
+async def _keep_quietly(keep: Keep, response: dict[str, Any]) -> None:
+    """Mid-stream the client can no longer get an error status: a store failure is logged."""
+    try:
+        await keep(response)
+    except Exception:
+        log.exception("storing response %s failed", response.get("id"))

@@ -1,0 +1,79 @@
+"""``POST /v1/responses`` over HTTP: the request body in, the answer as JSON or SSE out.
+
+The HTTP + SSE transport of the exchange pipeline. ``ResponsesHttpEndpoint`` reads the
+body (bounded) and hands it to the pipeline with an ``SseTransport``, which frames what
+the pipeline says: an error as an OpenAI-shaped JSON body with its status (and
+``retry-after``), a whole Response as JSON, a stream as ``text/event-stream`` with one
+``event:``/``data:`` block per event and one write per batch. The client is gone when
+the server reports ``http.disconnect``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from toolwire.protocol import encode_event
+
+from ._asgi import ClientDisconnected, read_body, send_bytes
+from ._errors import send_error
+from ._pipeline import ExchangePipeline
+from ._transport import ErrorAnswer
+from .types import Receive, Scope, Send
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class ResponsesHttpEndpoint:
+    """The ASGI app for ``POST /v1/responses``."""
+
+    def __init__(self, pipeline: ExchangePipeline) -> None:
+        self.pipeline = pipeline
+        self._max_body_bytes = pipeline.settings.max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            body = await read_body(scope, receive, self._max_body_bytes)
+        except ClientDisconnected:
+            return
+        except Exception as exc:
+            await send_error(send, exc)
+            return
+        await self.pipeline.serve(body, SseTransport(send, receive))
+
+
+class SseTransport:
+    """One HTTP response: a JSON error, a JSON Response, or an SSE stream."""
+
+    __slots__ = ("_receive", "_send")
+
+    def __init__(self, send: Send, receive: Receive) -> None:
+        self._send = send
+        self._receive = receive
+
+    async def send_error(self, error: ErrorAnswer) -> None:
+        headers = [(b"retry-after", error.retry_after.encode("latin-1", "replace"))] if error.retry_after else []
+        await send_bytes(self._send, error.status, orjson.dumps(error.body), b"application/json", headers)
+
+    async def send_response(self, response: dict[str, Any]) -> None:
+        await send_bytes(self._send, 200, orjson.dumps(response), b"application/json")
+
+    async def open_stream(self) -> None:
+        await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+
+    async def send_events(self, events: list[Any], *, last: bool) -> None:
+        dumps = orjson.dumps
+        payload = b"".join([encode_event(dumps(event), event["type"]) for event in events])
+        await self._send({"type": "http.response.body", "body": payload, "more_body": not last})
+
+    async def client_gone(self) -> None:
+        receive = self._receive
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return

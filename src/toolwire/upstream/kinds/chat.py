@@ -1,0 +1,79 @@
+"""``kind = "chat"``: a Chat Completions server, ``POST {base_url}/chat/completions``.
+
+The request is translated by the Chat wire (``translate_request``, with the upstream's
+``BackendProfile`` preset) and the answer comes back through ``ChatStreamTranslator``,
+streamed or whole. The connection rules are ``HttpEndpoint``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from toolwire.protocol import ResponsesRequest
+from toolwire.translate import PRESETS, BackendProfile, ChatStreamTranslator, translate_request
+
+from .._base import StreamBatches, UpstreamCall
+from .._http import HttpBackend, HttpEndpoint, endpoint_for, parse_json_object
+from .._kind import BackendKind, BackendSetup
+
+if TYPE_CHECKING:
+    from toolwire.config import UpstreamConfig
+
+JSON = dict[str, Any]
+
+
+def prepare_chat(
+    request: ResponsesRequest,
+    profile: BackendProfile,
+    *,
+    upstream_model: str,
+    response_id: str,
+    created_at: int,
+) -> UpstreamCall:
+    """``request`` as a Chat Completions request for a backend described by ``profile``."""
+    translated = translate_request(request, profile, model=upstream_model)
+    machine = ChatStreamTranslator(
+        request, translated.tools, response_id=response_id, created_at=created_at, model=request.model
+    )
+    return UpstreamCall(translated.chat, machine, translated.warnings, list(translated.conversions))
+
+
+class ChatBackend(HttpBackend):
+    """A Chat Completions server over HTTP."""
+
+    def __init__(self, endpoint: HttpEndpoint, profile: BackendProfile) -> None:
+        super().__init__(endpoint)
+        self.profile = profile
+
+    def prepare(
+        self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
+    ) -> UpstreamCall:
+        return prepare_chat(
+            request, self.profile, upstream_model=upstream_model, response_id=response_id, created_at=created_at
+        )
+
+    @asynccontextmanager
+    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
+        raw = orjson.dumps(body)
+        del body  # not kept alive for as long as the stream is open
+        async with self._endpoint.stream(raw, parse_json_object) as batches:
+            yield batches
+
+    async def fetch(self, body: Mapping[str, Any]) -> JSON:
+        return await self._endpoint.post_for_json(orjson.dumps(body))
+
+
+def _build(upstream: UpstreamConfig, setup: BackendSetup) -> ChatBackend:
+    return ChatBackend(endpoint_for(upstream, setup, "/chat/completions"), PRESETS[upstream.preset])
+
+
+CHAT = BackendKind(
+    "chat",
+    _build,
+    presets=tuple(PRESETS),
+    description="a Chat Completions server (vLLM, Ollama, llama.cpp, DeepSeek, ...)",
+)

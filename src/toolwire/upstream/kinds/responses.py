@@ -1,0 +1,84 @@
+"""``kind = "responses"``: a Responses server's own ``POST {base_url}/responses``.
+
+vLLM and Ollama serve ``/v1/responses`` themselves, as do OpenAI and OpenRouter. The
+request is passed through, downgraded to what the backend understands (its
+``supports_*`` settings, ``ResponsesCapabilities``); the answer comes back through
+``ResponsesStreamRestorer``, which gives every call the type its tool was declared with.
+Reading a stream stops at its terminal event, as Codex's does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from toolwire.protocol import TERMINAL_EVENT_TYPES, ResponsesRequest, parse_event
+from toolwire.translate import ResponsesCapabilities, ResponsesStreamRestorer, downgrade_request
+
+from .._base import StreamBatches, UpstreamCall
+from .._http import HttpBackend, HttpEndpoint, endpoint_for
+from .._kind import BackendKind, BackendSetup
+
+if TYPE_CHECKING:
+    from toolwire.config import UpstreamConfig
+
+JSON = dict[str, Any]
+
+CAPABILITY_SETTINGS = tuple(field.name for field in fields(ResponsesCapabilities))
+"""The ``[[upstreams]]`` settings of this kind: ``supports_custom_tools``, ..."""
+
+
+class ResponsesBackend(HttpBackend):
+    """A Responses server over HTTP that understands ``capabilities``."""
+
+    def __init__(self, endpoint: HttpEndpoint, capabilities: ResponsesCapabilities) -> None:
+        super().__init__(endpoint)
+        self.capabilities = capabilities
+
+    def prepare(
+        self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
+    ) -> UpstreamCall:
+        downgraded = downgrade_request(request, self.capabilities, model=upstream_model)
+        body = downgraded.body
+        # A previous_response_id was resolved by the gateway's own store (its items are
+        # in ``input``): the backend has never seen that id.
+        body.pop("previous_response_id", None)
+        restorer = ResponsesStreamRestorer(
+            downgraded, response_id=response_id, created_at=created_at, model=request.model
+        )
+        return UpstreamCall(body, restorer, downgraded.warnings, list(downgraded.conversions))
+
+    @asynccontextmanager
+    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
+        raw = orjson.dumps(body)
+        del body
+        async with self._endpoint.stream(raw, parse_event, _is_terminal) as batches:
+            yield batches
+
+    async def fetch(self, body: Mapping[str, Any]) -> JSON:
+        return await self._endpoint.post_for_json(orjson.dumps(body))
+
+
+def _is_terminal(event: JSON) -> bool:
+    return event.get("type") in TERMINAL_EVENT_TYPES
+
+
+def capabilities_of(upstream: UpstreamConfig) -> ResponsesCapabilities:
+    """The ``supports_*`` settings of a ``kind = "responses"`` upstream."""
+    return ResponsesCapabilities(**{name: getattr(upstream, name) for name in CAPABILITY_SETTINGS})
+
+
+def _build(upstream: UpstreamConfig, setup: BackendSetup) -> ResponsesBackend:
+    return ResponsesBackend(endpoint_for(upstream, setup, "/responses"), capabilities_of(upstream))
+
+
+RESPONSES = BackendKind(
+    "responses",
+    _build,
+    settings=CAPABILITY_SETTINGS,
+    description="a Responses server's own /v1/responses (vLLM, Ollama, OpenAI, OpenRouter)",
+)
