@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.codex import QUIET_DEFAULTS, ensure_codex, run_codex
 from tests.support.gateway import GatewayProcess
+from toolwire.cli import codex_config_command
 from toolwire.codex_config import (
     CATALOG_FILE_NAME,
     DEFAULT_INSTRUCTIONS,
     CodexModel,
     CodexSetup,
     build_catalog,
-    codex_config_command,
     merge_catalogs,
     model_entry,
     normalize_base_url,

@@ -7,7 +7,7 @@ import sys
 
 from toolwire.demo import summarize_events, summarize_output
 
-RUN_DEMO = "import typer; from toolwire.demo import demo_command; typer.run(demo_command)"
+RUN_DEMO = "import typer; from toolwire.cli import demo_command; typer.run(demo_command)"
 
 
 def test_demo_shows_both_sides_and_the_restored_calls() -> None:

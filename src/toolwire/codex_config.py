@@ -29,7 +29,7 @@ the catalog it loaded; ``codex exec`` shows the request it then sends):
   (``exec_command`` + ``write_stdin``), as in the bundled catalog.
 
 The builders are pure (``build_catalog``, ``provider_settings``, ``update_config``);
-``write_codex_home`` and ``codex_config_command`` are the I/O around them.
+``write_codex_home`` is the I/O around them; the command is ``toolwire.cli``'s.
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import tomlkit
-import typer
 from tomlkit.items import InlineTable, Table
 
 __all__ = [
@@ -54,9 +53,10 @@ __all__ = [
     "CodexModel",
     "CodexSetup",
     "build_catalog",
-    "codex_config_command",
+    "default_codex_home",
     "merge_catalogs",
     "model_entry",
+    "models_of",
     "normalize_base_url",
     "provider_settings",
     "render_config",
@@ -310,98 +310,15 @@ def _replace(path: Path, text: str) -> None:
         raise
 
 
-def _default_codex_home() -> Path:
+def default_codex_home() -> Path:
+    """``$CODEX_HOME``, else ``~/.codex``."""
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
-# ---------------------------------------------------------------- the command
-
-
-def codex_config_command(
-    base_url: Annotated[
-        str,
-        typer.Option(
-            help="The gateway's URL as Codex should call it, e.g. http://127.0.0.1:8787/v1."
-        ),
-    ],
-    model: Annotated[
-        list[str],
-        typer.Option(
-            "--model",
-            "-m",
-            help="A model the gateway serves (repeatable; the first is Codex's default).",
-        ),
-    ],
-    codex_home: Annotated[
-        Path | None,
-        typer.Option(
-            help="Write into this Codex home (config.toml, keeping your other settings, and "
-            f"{CATALOG_FILE_NAME}) instead of printing."
-        ),
-    ] = None,
-    context_window: Annotated[
-        int, typer.Option(min=1024, help="Context window of the models, in tokens.")
-    ] = DEFAULT_CONTEXT_WINDOW,
-    reasoning: Annotated[
-        bool, typer.Option(help="The models take a reasoning effort (low, medium, high).")
-    ] = False,
-    tool_search: Annotated[
-        bool, typer.Option(help="Let Codex send tool_search and defer tools to it.")
-    ] = False,
-    provider_id: Annotated[
-        str, typer.Option(help="The model_providers id in config.toml.")
-    ] = "toolwire",
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            help="Environment variable holding the gateway's client key (Codex's env_key)."
-        ),
-    ] = None,
-    instructions_file: Annotated[
-        Path | None,
-        typer.Option(
-            help="Base instructions for the models (default: toolwire's short coding-agent prompt)."
-        ),
-    ] = None,
-) -> None:
-    """Print, or write into a Codex home, the Codex config for the gateway's models."""
-    try:
-        instructions = (
-            instructions_file.read_text(encoding="utf-8")
-            if instructions_file is not None
-            else DEFAULT_INSTRUCTIONS
-        )
-        setup = CodexSetup(
-            base_url=normalize_base_url(base_url),
-            models=_models(
-                model, context_window=context_window, reasoning=reasoning, tool_search=tool_search
-            ),
-            provider_id=provider_id,
-            api_key_env=api_key_env,
-            instructions=instructions,
-        )
-        if codex_home is not None:
-            config_path, catalog_path = write_codex_home(codex_home, setup)
-            typer.echo(f"updated {config_path}")
-            typer.echo(
-                f"wrote {catalog_path} ({len(setup.models)} model(s) for provider {setup.provider_id})"
-            )
-            return
-        catalog_path = (_default_codex_home() / CATALOG_FILE_NAME).resolve()
-        setup = replace(setup, catalog_path=str(catalog_path))
-    except (OSError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"# In {_default_codex_home() / 'config.toml'} (keys above any [table]):")
-    typer.echo(render_config(setup).rstrip("\n"))
-    typer.echo("")
-    typer.echo(f"# Save as {catalog_path}:")
-    typer.echo(json.dumps(build_catalog(setup), indent=2, ensure_ascii=False))
-
-
-def _models(
+def models_of(
     names: Sequence[str], *, context_window: int, reasoning: bool, tool_search: bool
 ) -> tuple[CodexModel, ...]:
+    """One ``CodexModel`` per distinct name, in order."""
     unique = [name for index, name in enumerate(names) if name and name not in names[:index]]
     return tuple(
         CodexModel(

@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -34,7 +32,6 @@ from toolwire.server import Exchange, GatewaySettings, build_router, create_app
 
 __all__ = [
     "DemoTurn",
-    "demo_command",
     "render_turn",
     "run_demo",
     "summarize_chat_request",
@@ -363,33 +360,3 @@ def _block(title: str, lines: list[str]) -> Text:
     text = Text(title + "\n", style="bold cyan", no_wrap=True, overflow="ellipsis")
     text.append("\n".join(lines))
     return text
-
-
-# ---------------------------------------------------------------- the command
-
-
-def demo_command(
-    width: Annotated[
-        int | None,
-        typer.Option(help="Columns to print in (default: the terminal's, 140 when piped)."),
-    ] = None,
-) -> None:
-    """Run a tool-calling exchange through the gateway on the mock model and show both sides."""
-    try:
-        import openai  # noqa: F401  (the demo's client)
-    except ImportError:
-        typer.echo(
-            "error: the demo drives the gateway with the openai SDK: pip install openai", err=True
-        )
-        raise typer.Exit(2) from None
-    turns = asyncio.run(run_demo())
-    console = Console(width=width or (None if sys.stdout.isatty() else 140))
-    console.print(
-        "[bold]toolwire demo[/]: the openai SDK talks Responses to toolwire; toolwire talks Chat "
-        "Completions to the built-in mock model and restores each call to the type its tool was "
-        "declared with (a custom tool's call comes back as custom_tool_call, a namespaced "
-        "function's with its namespace)."
-    )
-    for turn in turns:
-        console.print()
-        console.print(render_turn(turn))

@@ -81,6 +81,7 @@ class UpstreamError(ToolwireError):
     """The backend failed: an error status, unreachable, too slow, or a broken stream.
 
     ``status`` is the HTTP status to give the client when nothing was streamed yet;
+    ``upstream_status`` the status the upstream itself answered with, if it answered;
     ``retry_after`` keeps a 429's ``retry-after`` header.
     """
 
@@ -95,9 +96,11 @@ class UpstreamError(ToolwireError):
         code: str | None = None,
         error_type: str | None = None,
         retry_after: str | None = None,
+        upstream_status: int | None = None,
     ) -> None:
         super().__init__(message, param=param, code=code)
         self.status = status
+        self.upstream_status = upstream_status
         if error_type is not None:
             self.error_type = error_type
         self.retry_after = retry_after

@@ -14,11 +14,11 @@ from typer.testing import CliRunner, Result
 from tests.support.responses_upstream import ResponsesUpstream
 from toolwire.agent import (
     ScriptedResponse,
-    agent_command,
     assistant_message,
     custom_tool_call,
     function_call,
 )
+from toolwire.cli import agent_command
 
 from .processes import pid_from, wait_until_stopped
 
@@ -151,7 +151,7 @@ def test_ctrl_c_stops_the_tools_and_exits_130(server: ResponsesUpstream, tmp_pat
     # background of a non-interactive shell, as CI may be, inherits SIGINT ignored.)
     script = (
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "import typer; from toolwire.agent import agent_command; typer.run(agent_command)"
+        "import typer; from toolwire.cli import agent_command; typer.run(agent_command)"
     )
     process = subprocess.Popen(
         [

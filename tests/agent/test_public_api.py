@@ -36,7 +36,6 @@ EXPECTED = [
     "ToolHandler",
     "ToolOutput",
     "ViewImage",
-    "agent_command",
     "assistant_message",
     "builtin_router",
     "builtin_tools",

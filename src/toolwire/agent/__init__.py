@@ -5,7 +5,8 @@ the ``ResponsesClient`` seam, binds each completed call with the core ``ToolRout
 runs the handlers (in parallel, under a limit), sends every output back paired by
 ``call_id``, and samples again until the model answers without calls. ``builtin``
 holds ``exec_command``, ``apply_patch`` and ``view_image``; ``Policy`` decides what they
-may do. ``agent_command`` is the ``toolwire agent`` command.
+may do; ``ProgressPrinter`` shows a run on a terminal. The ``toolwire agent`` command is
+``toolwire.cli``'s.
 
 Errors a run can end with::
 
@@ -17,7 +18,6 @@ Mistakes the model can fix (unknown tool, bad arguments, a refused write) never 
 run: they go back to the model as the call's output.
 """
 
-from ._cli import ProgressPrinter, agent_command
 from ._client import ByteStream, HttpResponsesClient, ResponsesClient
 from ._events import (
     AgentEvent,
@@ -49,6 +49,7 @@ from ._policy import (
     TerminalApprover,
     is_read_only_command,
 )
+from ._progress import ProgressPrinter
 from ._scripted import (
     ScriptedResponse,
     ScriptedResponsesClient,
@@ -91,7 +92,6 @@ __all__ = [
     "ToolHandler",
     "ToolOutput",
     "ViewImage",
-    "agent_command",
     "assistant_message",
     "builtin_router",
     "builtin_tools",

@@ -6,8 +6,19 @@ one from the configuration, every upstream through the registry of backend kinds
 """
 
 from ._app import create_app
+from ._auth import is_loopback, parse_client_keys
 from ._exchange import Exchange, ExchangeObserver
 from ._routing import ModelRouter, Route, build_router
 from ._settings import GatewaySettings
 
-__all__ = ["Exchange", "ExchangeObserver", "GatewaySettings", "ModelRouter", "Route", "build_router", "create_app"]
+__all__ = [
+    "Exchange",
+    "ExchangeObserver",
+    "GatewaySettings",
+    "ModelRouter",
+    "Route",
+    "build_router",
+    "create_app",
+    "is_loopback",
+    "parse_client_keys",
+]

@@ -154,6 +154,17 @@ class HttpEndpoint:
             finally:
                 response.close()  # an unfinished stream closes the connection: the upstream sees it
 
+    @contextlib.asynccontextmanager
+    async def stream_bytes(self, body: bytes) -> AsyncIterator[AsyncIterator[bytes]]:
+        """POST ``body`` and yield the answer's bytes as they come (for a client that decodes
+        the stream itself); breaking, stalling or leaving is as for ``stream``."""
+        response = await self.post(body)
+        del body
+        try:
+            yield _bytes_of(response, self.read_timeout)
+        finally:
+            response.close()
+
     async def check(self) -> None:
         """Raise ``UpstreamError`` unless ``GET {base_url}/models`` answers within a few seconds."""
         try:
@@ -252,6 +263,14 @@ class SSEBatches:
         return batch
 
 
+async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise _stream_error(exc, read_timeout) from exc
+
+
 def parse_json_object(data: str) -> JSON:
     """One SSE ``data`` payload that must be a JSON object (a Chat Completions chunk)."""
     try:
@@ -295,6 +314,7 @@ async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
     return UpstreamError(
         message,
         status=_client_status(response.status),
+        upstream_status=response.status,
         code=code,
         param=param,
         error_type=error_type or ("server_error" if response.status >= 500 else "invalid_request_error"),

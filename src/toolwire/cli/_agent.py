@@ -3,7 +3,7 @@
 Progress (each tool call and its result) goes to stderr; the final answer is the last
 thing written to stdout. Exit codes: 0 answered, 1 the turn failed (a fatal tool error,
 the endpoint failed), 2 bad usage, 124 ``--timeout`` ran out, 130 interrupted (Ctrl-C).
-Only argument handling and display live here; the work is ``AgentLoop``'s.
+Only argument handling lives here; the work is ``AgentLoop``'s.
 """
 
 from __future__ import annotations
@@ -12,27 +12,29 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn, TextIO
+from typing import Annotated, NoReturn
 
 import typer
 
+from toolwire.agent import (
+    AgentLoop,
+    AgentResult,
+    Approval,
+    HttpResponsesClient,
+    Policy,
+    ProgressPrinter,
+    Sandbox,
+    TerminalApprover,
+    ToolContext,
+    builtin_router,
+)
 from toolwire.errors import ToolwireError
-from toolwire.tools import FatalRuntimeError, FunctionPayload
-
-from ._client import HttpResponsesClient
-from ._events import AgentEvent, AssistantMessage, ModelRequested, ToolCallFinished, ToolCallStarted
-from ._handlers import ToolContext
-from ._loop import AgentLoop, AgentResult
-from ._policy import Approval, Policy, Sandbox, TerminalApprover
-from .builtin import builtin_router
+from toolwire.tools import FatalRuntimeError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
-
-_PREVIEW_LINES = 6
-_PREVIEW_CHARS = 600
 
 
 def agent_command(
@@ -147,51 +149,6 @@ def default_instructions(cwd: Path, sandbox: Sandbox) -> str:
         "apply_patch to edit files and view_image to look at images. "
         f"{rules} When the task is done, reply with a short final answer and no tool calls."
     )
-
-
-class ProgressPrinter:
-    """Writes each tool call and its result to ``stream`` (stderr in the CLI)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def __call__(self, event: AgentEvent) -> None:
-        if isinstance(event, ModelRequested):
-            self._write(f"· request {event.turn} to the model")
-        elif isinstance(event, AssistantMessage):
-            self._write(f"· assistant: {_preview(event.text)}")
-        elif isinstance(event, ToolCallStarted):
-            payload = event.call.payload
-            shown = (
-                payload.arguments
-                if isinstance(payload, FunctionPayload)
-                else getattr(payload, "input", "")
-            )
-            self._write(f"→ {event.call.tool_name} [{event.call.call_id}] {_preview(str(shown))}")
-        elif isinstance(event, ToolCallFinished):
-            status = "ok" if event.success else "error"
-            self._write(
-                f"← {event.call.tool_name} [{event.call.call_id}] {status} in {event.seconds:.2f} s\n"
-                + _indent(_preview(event.output))
-            )
-
-    def _write(self, text: str) -> None:
-        self._stream.write(text + "\n")
-        self._stream.flush()
-
-
-def _preview(text: str) -> str:
-    lines = text.splitlines()
-    shown = "\n".join(lines[:_PREVIEW_LINES])
-    if len(shown) > _PREVIEW_CHARS:
-        shown = shown[:_PREVIEW_CHARS] + "…"
-    if len(lines) > _PREVIEW_LINES:
-        shown += f"\n… ({len(lines) - _PREVIEW_LINES} more lines)"
-    return shown
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
 
 
 def _fail(message: str, code: int) -> NoReturn:

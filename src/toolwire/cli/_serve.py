@@ -1,4 +1,9 @@
-"""The ``toolwire`` command line. Only argument handling lives here."""
+"""``toolwire serve``: the gateway, configured by a file and flags over it.
+
+Only argument handling lives here: ``with_flags`` lays the flags over the file,
+``serve_problems`` (``_checks``) says what stops it from starting, and uvicorn serves the
+app that ``toolwire.server`` builds from the configuration in every worker.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -20,6 +25,8 @@ from toolwire.config import (
     upstream_from_flag,
 )
 
+from ._checks import serve_problems
+
 
 class LogLevel(enum.StrEnum):
     debug = "debug"
@@ -28,19 +35,6 @@ class LogLevel(enum.StrEnum):
     error = "error"
 
 
-app = typer.Typer(
-    help="toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-
-@app.callback()
-def _commands() -> None:
-    """toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend."""
-
-
-@app.command()
 def serve(
     upstream: Annotated[
         str | None,
@@ -94,90 +88,47 @@ def serve(
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
-    """Serve POST /v1/responses in front of Chat Completions backends."""
+    """Serve the Responses API in front of Chat Completions, Responses or other backends."""
     import uvicorn
 
-    from toolwire.server._auth import is_loopback, parse_client_keys
     from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
     from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
-    from toolwire.upstream import proxy_for
 
     try:
-        settings = load_config(config) if config is not None else GatewayConfig()
+        file_config = load_config(config) if config is not None else GatewayConfig()
     except ConfigError as exc:
         _fail(str(exc))
     overrides = {
-        key: value
-        for key, value in {
-            "host": host,
-            "port": port,
-            "api_key_env": api_key_env,
-            "max_body_bytes": max_body_bytes,
-            "upstream_timeout": upstream_timeout,
-            "upstream_retries": upstream_retries,
-            "shutdown_grace": shutdown_grace,
-            "workers": workers,
-            "store": store,
-            "store_ttl_seconds": store_ttl,
-            "store_max_entries": store_max_entries,
-            "capture_dir": str(capture) if capture is not None else None,
-            "capture_max_bytes": capture_max_bytes,
-            "inspector": inspector,
-        }.items()
-        if value is not None
+        "host": host,
+        "port": port,
+        "api_key_env": api_key_env,
+        "max_body_bytes": max_body_bytes,
+        "upstream_timeout": upstream_timeout,
+        "upstream_retries": upstream_retries,
+        "shutdown_grace": shutdown_grace,
+        "workers": workers,
+        "store": store,
+        "store_ttl_seconds": store_ttl,
+        "store_max_entries": store_max_entries,
+        "capture_dir": str(capture) if capture is not None else None,
+        "capture_max_bytes": capture_max_bytes,
+        "inspector": inspector,
+        "insecure_no_auth": True if insecure_no_auth else None,
     }
-    if insecure_no_auth:
-        overrides["insecure_no_auth"] = True
     try:
-        server = ServerConfig.model_validate({**settings.server.model_dump(), **overrides})
-        upstreams = list(settings.upstreams)
-        if upstream is not None:
-            flagged = upstream_from_flag(upstream, api_key_env=upstream_key_env, preset=preset)
-            upstreams = [u.model_copy(update={"default": False}) for u in upstreams if u.name != flagged.name]
-            upstreams.append(flagged)
-        settings = GatewayConfig(server=server, upstreams=upstreams, models=settings.models)
+        settings = with_flags(
+            file_config, overrides, upstream=upstream, upstream_key_env=upstream_key_env, preset=preset
+        )
     except ValidationError as exc:
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)))
     except ValueError as exc:
         _fail(str(exc))
-    if not settings.upstreams:
-        _fail("no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE.")
-    for problem in settings.problems():
-        _fail(f"{'.'.join(map(str, problem[0]))}: {problem[1]}")
-    for needed in settings.upstreams:
-        if needed.api_key_env is None:
-            continue
-        key = os.environ.get(needed.api_key_env)
-        if key is None:
-            _fail(f"the upstream '{needed.name}' takes its key from {needed.api_key_env}, which is not set.")
-        if key and needed.base_url and "@" in needed.base_url.split("/")[2]:
-            _fail(
-                f"the upstream '{needed.name}' has credentials in its URL and a key in "
-                f"{needed.api_key_env}: give one of them."
-            )
-    for reached in settings.upstreams:
-        if reached.base_url is not None:
-            try:
-                proxy_for(reached.base_url, os.environ)
-            except ValueError as exc:
-                _fail(f"the upstream '{reached.name}': {exc}")
+    problems = serve_problems(settings, os.environ)
+    if problems:
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     server = settings.server
-    if server.store != "none":
-        from toolwire.store import open_store
-
-        try:
-            open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
-        except ValueError as exc:
-            _fail(f"--store: {exc}")
-    client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
-    if server.api_key_env and not client_keys:
-        _fail(f"--api-key-env names {server.api_key_env}, which holds no key.")
-    if not client_keys and not is_loopback(server.host) and not server.insecure_no_auth:
-        _fail(
-            f"refusing to listen on {server.host} without client keys: anyone who can reach it could use "
-            "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
-            "--insecure-no-auth if this is really what you want."
-        )
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
     logging.basicConfig(level=log_level.value.upper(), format=LOG_FORMAT)
@@ -197,29 +148,29 @@ def serve(
     uvicorn.run(**uvicorn_config, workers=server.workers)
 
 
-def _register_commands() -> None:
-    from toolwire.agent import agent_command
-    from toolwire.codex_config import codex_config_command
-    from toolwire.demo import demo_command
-
-    app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
-        agent_command
+def with_flags(
+    config: GatewayConfig,
+    overrides: dict[str, Any],
+    *,
+    upstream: str | None = None,
+    upstream_key_env: str | None = None,
+    preset: str | None = None,
+) -> GatewayConfig:
+    """``config`` with the ``[server]`` settings the flags set (None: not set) laid over it,
+    and ``--upstream`` as its default upstream. Raises ``ValidationError`` or ``ValueError``."""
+    server = ServerConfig.model_validate(
+        {**config.server.model_dump(), **{key: value for key, value in overrides.items() if value is not None}}
     )
-    app.command("codex-config", help="Print, or write into a Codex home, the Codex config for the gateway's models.")(
-        codex_config_command
-    )
-    app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
-        demo_command
-    )
+    upstreams = list(config.upstreams)
+    if upstream is not None:
+        flagged = upstream_from_flag(upstream, api_key_env=upstream_key_env, preset=preset)
+        upstreams = [u.model_copy(update={"default": False}) for u in upstreams if u.name != flagged.name]
+        upstreams.append(flagged)
+    return GatewayConfig(server=server, upstreams=upstreams, models=config.models)
 
 
-_register_commands()
-
-
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 
 
-def main() -> None:
-    app()

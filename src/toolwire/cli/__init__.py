@@ -1,0 +1,55 @@
+"""The ``toolwire`` command line: one module per command, arguments only.
+
+``serve`` (the gateway), ``agent`` (the agent runtime on a Responses endpoint),
+``codex-config`` (Codex's configuration for the gateway) and ``demo`` (a tool-calling
+exchange on the mock model, both sides shown). The work each does lives in its own
+package; ``serve_problems`` is the pure check of a configuration before serving it.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ._agent import agent_command
+from ._checks import serve_problems
+from ._codex_config import codex_config_command
+from ._demo import demo_command
+from ._serve import serve, with_flags
+
+__all__ = [
+    "agent_command",
+    "app",
+    "codex_config_command",
+    "demo_command",
+    "main",
+    "serve",
+    "serve_problems",
+    "with_flags",
+]
+
+app = typer.Typer(
+    help="toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _commands() -> None:
+    """toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend."""
+
+
+app.command("serve")(serve)
+app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
+    agent_command
+)
+app.command("codex-config", help="Print, or write into a Codex home, the Codex config for the gateway's models.")(
+    codex_config_command
+)
+app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
+    demo_command
+)
+
+
+def main() -> None:
+    app()

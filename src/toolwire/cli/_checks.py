@@ -1,0 +1,62 @@
+"""``serve_problems``: what stops ``toolwire serve`` from starting, as a pure function.
+
+Everything is decided from the configuration (flags already laid over the file) and the
+environment it will read its secrets from: nothing is opened, bound or connected. Each
+problem is one sentence a user can act on; ``serve`` prints them all and exits 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from toolwire.config import GatewayConfig
+from toolwire.server import is_loopback, parse_client_keys
+from toolwire.store import open_store
+from toolwire.upstream import proxy_for
+
+
+def serve_problems(config: GatewayConfig, environ: Mapping[str, str]) -> list[str]:
+    """Every reason ``config`` cannot be served with the secrets in ``environ``."""
+    if not config.upstreams:
+        return ["no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE."]
+    problems = [f"{'.'.join(map(str, where))}: {what}" for where, what in config.problems()]
+    problems += _upstream_problems(config, environ)
+    server = config.server
+    if server.store != "none":
+        try:
+            open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
+        except ValueError as exc:
+            problems.append(f"--store: {exc}")
+    client_keys = parse_client_keys(environ.get(server.api_key_env, "")) if server.api_key_env else ()
+    if server.api_key_env and not client_keys:
+        problems.append(f"--api-key-env names {server.api_key_env}, which holds no key.")
+    elif not client_keys and not is_loopback(server.host) and not server.insecure_no_auth:
+        problems.append(
+            f"refusing to listen on {server.host} without client keys: anyone who can reach it could use "
+            "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
+            "--insecure-no-auth if this is really what you want."
+        )
+    return problems
+
+
+def _upstream_problems(config: GatewayConfig, environ: Mapping[str, str]) -> list[str]:
+    problems = []
+    for upstream in config.upstreams:
+        key = environ.get(upstream.api_key_env) if upstream.api_key_env else None
+        if upstream.api_key_env is not None and key is None:
+            problems.append(
+                f"the upstream '{upstream.name}' takes its key from {upstream.api_key_env}, which is not set."
+            )
+        if upstream.base_url is None:
+            continue
+        if key and urlsplit(upstream.base_url).username is not None:
+            problems.append(
+                f"the upstream '{upstream.name}' has credentials in its URL and a key in "
+                f"{upstream.api_key_env}: give one of them."
+            )
+        try:
+            proxy_for(upstream.base_url, environ)
+        except ValueError as exc:
+            problems.append(f"the upstream '{upstream.name}': {exc}")
+    return problems
