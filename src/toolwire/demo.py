@@ -32,7 +32,7 @@ from rich.text import Text
 from toolwire.server import GatewaySettings, create_app
 from toolwire.server._exchange import Exchange
 from toolwire.server._routing import ModelRouter
-from toolwire.translate.profile import GENERIC
+from toolwire.translate import GENERIC
 from toolwire.upstream import MockChatBackend
 
 __all__ = [

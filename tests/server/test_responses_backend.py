@@ -38,7 +38,7 @@ from toolwire.config import ConfigError, parse_config
 from toolwire.config._model import RESPONSES_CAPABILITY_FLAGS
 from toolwire.protocol import TERMINAL_EVENT_TYPES, SSEDecoder
 from toolwire.server._routing import ResponsesRoute, build_router
-from toolwire.translate.responses_downgrade import ResponsesCapabilities
+from toolwire.translate import ResponsesCapabilities
 
 JSON = dict[str, Any]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"

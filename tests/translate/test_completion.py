@@ -21,8 +21,7 @@ from openai.types.responses import Response
 
 from toolwire.protocol import parse_request
 from toolwire.tools import ToolCatalog
-from toolwire.translate.completion import completion_chunks, translate_completion
-from toolwire.translate.tool_table import UpstreamToolTable
+from toolwire.translate import UpstreamToolTable, completion_chunks, translate_completion
 
 from .test_custom_input import PATCH
 from .test_stream import (

@@ -23,9 +23,14 @@ from toolwire.protocol import (
     parse_request,
 )
 from toolwire.tools import ToolKind, ToolName
-from toolwire.translate.profile import GENERIC, PRESETS, BackendProfile
-from toolwire.translate.reasoning import seal_reasoning
-from toolwire.translate.request import TranslatedRequest, translate_request
+from toolwire.translate import (
+    GENERIC,
+    PRESETS,
+    BackendProfile,
+    TranslatedRequest,
+    seal_reasoning,
+    translate_request,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 DEEPSEEK = BackendProfile(name="deepseek", reasoning_on_every_assistant=True)

@@ -22,7 +22,7 @@ from tests.support.responses_upstream import answer, custom_call, function_call,
 from toolwire.errors import RequestError
 from toolwire.protocol import TERMINAL_EVENT_TYPES, parse_request
 from toolwire.tools import ToolKind, ToolName
-from toolwire.translate.responses_downgrade import (
+from toolwire.translate import (
     DowngradedRequest,
     ResponsesCapabilities,
     ResponsesStreamRestorer,

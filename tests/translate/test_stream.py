@@ -40,9 +40,7 @@ from pydantic import ValidationError
 
 from toolwire.protocol import TERMINAL_EVENT_TYPES, encode_event, parse_request
 from toolwire.tools import ToolCatalog
-from toolwire.translate.reasoning import open_reasoning
-from toolwire.translate.stream import ChatStreamTranslator
-from toolwire.translate.tool_table import UpstreamToolTable
+from toolwire.translate import ChatStreamTranslator, UpstreamToolTable, open_reasoning
 
 from .test_custom_input import APPLY_PATCH_GRAMMAR, EXEC_DESCRIPTION, EXEC_GRAMMAR, PATCH
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolwire.translate.profile import PRESETS
+from toolwire.translate import PRESETS
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024

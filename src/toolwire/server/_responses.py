@@ -21,9 +21,7 @@ from typing import Any
 from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import ResponseStore, StoredResponse, with_previous
-from toolwire.translate.completion import translate_completion
-from toolwire.translate.request import translate_request
-from toolwire.translate.stream import ChatStreamTranslator
+from toolwire.translate import ChatStreamTranslator, translate_completion, translate_request
 
 from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body
 from ._errors import send_error

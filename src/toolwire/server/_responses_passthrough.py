@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from toolwire.protocol import ResponsesRequest
-from toolwire.translate.responses_downgrade import (
+from toolwire.translate import (
     DowngradedRequest,
     ResponsesStreamRestorer,
     downgrade_request,

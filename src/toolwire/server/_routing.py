@@ -15,8 +15,7 @@ from typing import Literal, TypeVar
 
 from toolwire.config import GatewayConfig, UpstreamConfig
 from toolwire.errors import NotFoundError
-from toolwire.translate.profile import PRESETS, BackendProfile
-from toolwire.translate.responses_downgrade import ResponsesCapabilities
+from toolwire.translate import PRESETS, BackendProfile, ResponsesCapabilities
 from toolwire.upstream import (
     ChatBackend,
     HttpChatBackend,

@@ -14,8 +14,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from toolwire.protocol import CustomTool, ToolSearchTool, ToolSpec
+from toolwire.protocol import CustomTool, ToolSpec
 from toolwire.tools import CatalogEntry, ToolCatalog, ToolKind, ToolName
+
+from ._tools import is_model_callable
 
 MAX_NAME_LENGTH = 64
 MAX_CALL_ID_LENGTH = 40
@@ -53,7 +55,7 @@ class UpstreamToolTable:
         # ToolName (whose hash runs in Python) for each one.
         self._by_pair: dict[tuple[str | None, str], UpstreamTool] = {}
         for entry in catalog:
-            if _callable_upstream(entry):
+            if is_model_callable(entry):
                 self._add(entry)
 
     def _add(self, entry: CatalogEntry) -> None:
@@ -87,13 +89,6 @@ class UpstreamToolTable:
         unless the tool is undeclared."""
         tool = self._by_pair.get((namespace or None, name))
         return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
-
-
-def _callable_upstream(entry: CatalogEntry) -> bool:
-    """Hosted tools and a server-run tool_search are the provider's business, not the model's."""
-    if entry.kind is ToolKind.HOSTED:
-        return False
-    return not (isinstance(entry.spec, ToolSearchTool) and entry.spec.execution != "client")
 
 
 def flat_name(tool_name: ToolName) -> str:
