@@ -13,15 +13,16 @@ Responses downgrade do this the same way:
   (``tool_search_arguments_text``);
 * what a tool search loaded is listed to the model by the names it calls the tools
   (``loaded_tools_listing``);
-* a call naming a tool by its own or dotted name instead of the name it was offered
-  under means the one declared tool that fits (``guess_tool``).
+* each wire's tool table is a ``ToolIndex``: the declared tools by the client's name,
+  and the guess that a call naming a tool by its own or dotted name, instead of the
+  name it was offered under, means the one declared tool that fits.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
@@ -162,10 +163,26 @@ class DeclaredTool(Protocol):
 T = TypeVar("T", bound=DeclaredTool)
 
 
-def guess_tool(name: str, tools: Iterable[T]) -> T | None:
-    """The declared tool a call means that names no offered tool: the one tool whose own
-    name or dotted name is ``name`` (a model writes ``list_agents`` or
-    ``collaboration.list_agents`` for ``collaboration__list_agents``); None when no tool,
-    or more than one, fits."""
-    fits = [tool for tool in tools if name in (tool.tool_name.name, str(tool.tool_name))]
-    return fits[0] if len(fits) == 1 else None
+class ToolIndex(Generic[T]):
+    """A wire's tool table, by the name the client declared each tool, in declaration
+    order; what a tool is called upstream is the wire's own business."""
+
+    def __init__(self) -> None:
+        self._by_tool: dict[ToolName, T] = {}
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._by_tool.values())
+
+    def __len__(self) -> int:
+        return len(self._by_tool)
+
+    def by_tool_name(self, tool_name: ToolName) -> T | None:
+        return self._by_tool.get(tool_name)
+
+    def guess(self, name: str) -> T | None:
+        """The declared tool a call means that names no offered tool: the one tool whose
+        own name or dotted name is ``name`` (a model writes ``list_agents`` or
+        ``collaboration.list_agents`` for ``collaboration__list_agents``); None when no
+        tool, or more than one, fits."""
+        fits = [tool for tool in self._by_tool.values() if name in (tool.tool_name.name, str(tool.tool_name))]
+        return fits[0] if len(fits) == 1 else None

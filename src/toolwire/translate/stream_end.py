@@ -23,8 +23,12 @@ class StreamOutcome(Enum):
     """The terminal status of a response."""
 
     COMPLETED = "completed"
+    """The model finished: ``response.completed``."""
     INCOMPLETE = "incomplete"
+    """The model was cut off (a token limit, a content filter): ``response.incomplete``."""
     FAILED = "failed"
+    """The upstream failed, or its answer cannot be trusted whole: ``error`` +
+    ``response.failed``."""
 
 
 @dataclass(frozen=True, slots=True)

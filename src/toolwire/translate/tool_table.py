@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from toolwire.protocol import CustomTool, ToolSpec
 from toolwire.tools import CatalogEntry, ToolCatalog, ToolKind, ToolName
 
-from ._tools import is_model_callable
+from ._tools import ToolIndex, is_model_callable
 
 MAX_NAME_LENGTH = 64
 MAX_CALL_ID_LENGTH = 40
@@ -41,7 +40,7 @@ class UpstreamTool:
         return self.spec if isinstance(self.spec, CustomTool) else None
 
 
-class UpstreamToolTable:
+class UpstreamToolTable(ToolIndex[UpstreamTool]):
     """Flat upstream names for the callable tools of one request, and the way back.
 
     Hosted tools and a server-executed tool_search are not callable through a Chat
@@ -49,8 +48,8 @@ class UpstreamToolTable:
     """
 
     def __init__(self, catalog: ToolCatalog) -> None:
+        super().__init__()
         self._by_upstream: dict[str, UpstreamTool] = {}
-        self._by_tool: dict[ToolName, UpstreamTool] = {}
         # (namespace, name) -> tool: the lookup of a call in the history, without making a
         # ToolName (whose hash runs in Python) for each one.
         self._by_pair: dict[tuple[str | None, str], UpstreamTool] = {}
@@ -67,17 +66,8 @@ class UpstreamToolTable:
         self._by_tool[entry.tool_name] = tool
         self._by_pair[entry.tool_name.namespace, entry.tool_name.name] = tool
 
-    def __iter__(self) -> Iterator[UpstreamTool]:
-        return iter(self._by_upstream.values())
-
-    def __len__(self) -> int:
-        return len(self._by_upstream)
-
     def by_upstream_name(self, upstream_name: str) -> UpstreamTool | None:
         return self._by_upstream.get(upstream_name)
-
-    def by_tool_name(self, tool_name: ToolName) -> UpstreamTool | None:
-        return self._by_tool.get(tool_name)
 
     def upstream_name(self, tool_name: ToolName) -> str:
         """The flat name for ``tool_name``; an undeclared tool (a call in the history)

@@ -22,25 +22,28 @@ The writer keeps the stream's state (``StreamState``): ``NOT_STARTED`` until
 ``response.created``, ``IN_PROGRESS`` until a terminal event, then ``ENDED``, with the
 terminal Response object in ``final``.
 
-The writer is on the hot path (one or more events per upstream chunk): an event is the
-dict literal a client gets, appended to a list, and nothing else is allocated for it.
+The writer is on the hot path (one or more events per upstream chunk): each event is
+written by one call, inline, as the dict literal the client gets (typed by the
+``StreamEvent`` TypedDicts, checked statically only), appended to a list; nothing else
+is allocated for it and no further call is made.
 
-Writing an answer translator on it (what ``ChatStreamTranslator`` does)::
+Writing an answer translator on it (``ChatStreamTranslator`` does; ``WrittenAnswer`` in
+``translator`` gives it ``finished`` and ``response``)::
 
     writer = ResponsesEventWriter(request, response_id=..., created_at=..., model=...)
     writer.begin()                                  # created + in_progress
-    index, item_id = writer.new_output_index(), writer.new_id("msg")
-    writer.item_added(index, {"id": item_id, "type": "message", "status": "in_progress",
-                              "role": "assistant", "content": []})
-    writer.part_added(item_id, index, 0, {"type": "output_text", "text": "",
-                                          "annotations": [], "logprobs": []})
-    writer.text_delta(item_id, index, 0, "Hello")
+    item_id, index = writer.add_item(
+        "msg", {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    )                                               # a fresh id, the next index, .added
+    empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    writer.part_added(item_id, index, 0, empty)
+    writer.text_delta(item_id, index, 0, "Hello")   # once per upstream chunk
     writer.text_done(item_id, index, 0, "Hello")
-    writer.part_done(item_id, index, 0, part)
-    writer.item_done(index, item)
+    writer.part_done(item_id, index, 0, part)       # part: the whole output_text part
+    writer.item_done(index, item)                   # item: the whole message, completed
     writer.end(decide_stream_end("stop", produced=True, ended_cleanly=True),
-               output=[item], usage=usage)
-    events = writer.take()
+               output=[item], usage=usage)          # response.completed
+    events = writer.take()                          # what to send, numbered 0, 1, 2, ...
 """
 
 from __future__ import annotations
@@ -50,11 +53,6 @@ from enum import Enum
 from typing import Any, Literal, cast
 
 from toolwire.protocol import ResponsesRequest, StreamEvent
-from toolwire.protocol._events import (
-    FunctionCallArgumentsDeltaEvent,
-    OutputTextDeltaEvent,
-    ReasoningTextDeltaEvent,
-)
 
 from ._echo import echo_request
 from .stream_end import StreamEnd, StreamOutcome
@@ -144,6 +142,13 @@ class ResponsesEventWriter:
         self._next_output_index = index + 1
         return index
 
+    def add_item(self, prefix: str, fields: JSON) -> tuple[str, int]:
+        """A new item: a fresh id (``prefix_...``), the next output index, and its
+        ``output_item.added`` (``{"id": ..., **fields}``). The id and the index."""
+        item_id, output_index = self.new_id(prefix), self.new_output_index()
+        self.item_added(output_index, {"id": item_id, **fields})
+        return item_id, output_index
+
     @property
     def items_added(self) -> int:
         """How many output indices were given out (items added, or about to be)."""
@@ -185,9 +190,9 @@ class ResponsesEventWriter:
 
     def lifecycle(self, kind: LifecycleType, response: JSON) -> None:
         """A lifecycle event carrying ``response``; a terminal one ends the stream."""
-        self._events.append(
-            {"type": kind, "sequence_number": self._number(), "response": response}
-        )
+        number = self._sequence_number
+        self._sequence_number = number + 1
+        self._events.append({"type": kind, "sequence_number": number, "response": response})
         self._lifecycle_written(kind, response)
 
     def end(
@@ -242,10 +247,12 @@ class ResponsesEventWriter:
         error_type = (
             "invalid_request_error" if code == "context_length_exceeded" else "server_error"
         )
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "error",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "code": code,
                 "message": message,
                 "param": None,
@@ -258,7 +265,9 @@ class ResponsesEventWriter:
 
         A lifecycle event moves the stream's state as if it had been written here.
         """
-        self._events.append(cast("StreamEvent", {**event, "sequence_number": self._number()}))
+        number = self._sequence_number
+        self._sequence_number = number + 1
+        self._events.append(cast("StreamEvent", {**event, "sequence_number": number}))
         response = event.get("response")
         if isinstance(response, dict):
             self._lifecycle_written(str(event.get("type")), response)
@@ -273,44 +282,55 @@ class ResponsesEventWriter:
     # ------------------------------------------------------------ items and content parts
 
     def item_added(self, output_index: int, item: JSON) -> None:
+        """``response.output_item.added``: ``item`` as it starts (``status`` in_progress)."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.output_item.added",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "output_index": output_index,
                 "item": item,
             }
         )
 
     def item_done(self, output_index: int, item: JSON) -> None:
-        """``response.output_item.done``: ``item`` as the client keeps it (and ``output`` holds)."""
+        """``response.output_item.done``: ``item`` as the client keeps it (``output`` holds
+        this very object)."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.output_item.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "output_index": output_index,
                 "item": item,
             }
         )
 
     def part_added(self, item_id: str, output_index: int, content_index: int, part: JSON) -> None:
-        self._part("response.content_part.added", item_id, output_index, content_index, part)
-
-    def part_done(self, item_id: str, output_index: int, content_index: int, part: JSON) -> None:
-        self._part("response.content_part.done", item_id, output_index, content_index, part)
-
-    def _part(
-        self,
-        kind: Literal["response.content_part.added", "response.content_part.done"],
-        item_id: str,
-        output_index: int,
-        content_index: int,
-        part: JSON,
-    ) -> None:
+        """``response.content_part.added``: a message's or reasoning's part, empty."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
-                "type": kind,
-                "sequence_number": self._number(),
+                "type": "response.content_part.added",
+                "sequence_number": number,
+                "item_id": item_id,
+                "output_index": output_index,
+                "content_index": content_index,
+                "part": part,
+            }
+        )
+
+    def part_done(self, item_id: str, output_index: int, content_index: int, part: JSON) -> None:
+        """``response.content_part.done``: the part whole."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
+        self._events.append(
+            {
+                "type": "response.content_part.done",
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "content_index": content_index,
@@ -319,27 +339,31 @@ class ResponsesEventWriter:
         )
 
     # ------------------------------------------------------------ text, refusal, reasoning
-    # The deltas are the hot path: each is written inline, without a further call.
 
     def text_delta(self, item_id: str, output_index: int, content_index: int, delta: str) -> None:
+        """``response.output_text.delta``: more of an ``output_text`` part."""
         number = self._sequence_number
         self._sequence_number = number + 1
-        event: OutputTextDeltaEvent = {
-            "type": "response.output_text.delta",
-            "sequence_number": number,
-            "item_id": item_id,
-            "output_index": output_index,
-            "content_index": content_index,
-            "delta": delta,
-            "logprobs": [],
-        }
-        self._events.append(event)
+        self._events.append(
+            {
+                "type": "response.output_text.delta",
+                "sequence_number": number,
+                "item_id": item_id,
+                "output_index": output_index,
+                "content_index": content_index,
+                "delta": delta,
+                "logprobs": [],
+            }
+        )
 
     def text_done(self, item_id: str, output_index: int, content_index: int, text: str) -> None:
+        """``response.output_text.done``: the part's whole text."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.output_text.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "content_index": content_index,
@@ -351,10 +375,13 @@ class ResponsesEventWriter:
     def refusal_delta(
         self, item_id: str, output_index: int, content_index: int, delta: str
     ) -> None:
+        """``response.refusal.delta``: more of a ``refusal`` part."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.refusal.delta",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "content_index": content_index,
@@ -365,10 +392,13 @@ class ResponsesEventWriter:
     def refusal_done(
         self, item_id: str, output_index: int, content_index: int, refusal: str
     ) -> None:
+        """``response.refusal.done``: the part's whole refusal."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.refusal.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "content_index": content_index,
@@ -379,26 +409,30 @@ class ResponsesEventWriter:
     def reasoning_delta(
         self, item_id: str, output_index: int, delta: str, content_index: int = 0
     ) -> None:
-        """A ``response.reasoning_text.delta`` (the raw reasoning, not a summary)."""
+        """``response.reasoning_text.delta``: more of the raw reasoning (not a summary)."""
         number = self._sequence_number
         self._sequence_number = number + 1
-        event: ReasoningTextDeltaEvent = {
-            "type": "response.reasoning_text.delta",
-            "sequence_number": number,
-            "item_id": item_id,
-            "output_index": output_index,
-            "content_index": content_index,
-            "delta": delta,
-        }
-        self._events.append(event)
+        self._events.append(
+            {
+                "type": "response.reasoning_text.delta",
+                "sequence_number": number,
+                "item_id": item_id,
+                "output_index": output_index,
+                "content_index": content_index,
+                "delta": delta,
+            }
+        )
 
     def reasoning_done(
         self, item_id: str, output_index: int, text: str, content_index: int = 0
     ) -> None:
+        """``response.reasoning_text.done``: the whole reasoning text."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.reasoning_text.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "content_index": content_index,
@@ -409,23 +443,28 @@ class ResponsesEventWriter:
     # ------------------------------------------------------------ tool calls
 
     def arguments_delta(self, item_id: str, output_index: int, delta: str) -> None:
-        """A ``function_call`` item's ``response.function_call_arguments.delta``."""
+        """``response.function_call_arguments.delta``: more of a ``function_call``'s arguments."""
         number = self._sequence_number
         self._sequence_number = number + 1
-        event: FunctionCallArgumentsDeltaEvent = {
-            "type": "response.function_call_arguments.delta",
-            "sequence_number": number,
-            "item_id": item_id,
-            "output_index": output_index,
-            "delta": delta,
-        }
-        self._events.append(event)
+        self._events.append(
+            {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": number,
+                "item_id": item_id,
+                "output_index": output_index,
+                "delta": delta,
+            }
+        )
 
     def arguments_done(self, item_id: str, output_index: int, arguments: str, name: str) -> None:
+        """``response.function_call_arguments.done``: the whole arguments, and the function's
+        name as the client knows it."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.function_call_arguments.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "arguments": arguments,
@@ -434,11 +473,13 @@ class ResponsesEventWriter:
         )
 
     def custom_input_delta(self, item_id: str, output_index: int, delta: str) -> None:
-        """A ``custom_tool_call`` item's ``response.custom_tool_call_input.delta``."""
+        """``response.custom_tool_call_input.delta``: more of a ``custom_tool_call``'s input."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.custom_tool_call_input.delta",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "delta": delta,
@@ -446,17 +487,15 @@ class ResponsesEventWriter:
         )
 
     def custom_input_done(self, item_id: str, output_index: int, text: str) -> None:
+        """``response.custom_tool_call_input.done``: the whole raw input."""
+        number = self._sequence_number
+        self._sequence_number = number + 1
         self._events.append(
             {
                 "type": "response.custom_tool_call_input.done",
-                "sequence_number": self._number(),
+                "sequence_number": number,
                 "item_id": item_id,
                 "output_index": output_index,
                 "input": text,
             }
         )
-
-    def _number(self) -> int:
-        number = self._sequence_number
-        self._sequence_number = number + 1
-        return number

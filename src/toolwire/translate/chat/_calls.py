@@ -22,7 +22,7 @@ from toolwire.protocol import FunctionTool
 from toolwire.tools import ToolKind
 
 from .._json_repair import json_or_none, repair_json
-from .._tools import guess_tool, name_fields, wrap_raw_input
+from .._tools import name_fields, wrap_raw_input
 from ..custom_input import recover_custom_input
 from ..tool_table import UpstreamTool, UpstreamToolTable
 from ._chunks import CallFragment
@@ -138,10 +138,10 @@ class CallReader:
 
     def _resolve_tool(self, upstream_name: str) -> UpstreamTool | None:
         """The declared tool a call names, by its flat upstream name, else by a guess
-        (``guess_tool``). None: the call names an undeclared tool."""
+        (``ToolIndex.guess``). None: the call names an undeclared tool."""
         tool = self._tools.by_upstream_name(upstream_name)
         if tool is None:
-            tool = guess_tool(upstream_name, self._tools)
+            tool = self._tools.guess(upstream_name)
             if tool is None:
                 return None
             self._conversions.append(f"tool name {upstream_name} resolved to {tool.tool_name}")

@@ -9,7 +9,7 @@ dropped with a warning naming where they were; an image or file given only by id
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from toolwire.errors import RequestError
 from toolwire.protocol import ContentPart, InputFile, InputImage, InputText, OutputText, Refusal
@@ -101,11 +101,7 @@ def _texts(
 
 def image_part(part: InputImage, where: str) -> dict[str, Any]:
     if not part.image_url:
-        raise RequestError(
-            f"Invalid '{where}': an input_image needs an image_url; a file_id cannot be sent "
-            "(Chat Completions has no file ids).",
-            param=where,
-        )
+        _cannot_send(where, "an input_image needs an image_url; a file_id cannot be sent (Chat Completions has no file ids).")
     image_url: dict[str, Any] = {"url": part.image_url}
     if part.detail in _IMAGE_DETAILS:
         image_url["detail"] = part.detail
@@ -114,12 +110,12 @@ def image_part(part: InputImage, where: str) -> dict[str, Any]:
 
 def file_part(part: InputFile, where: str) -> dict[str, Any]:
     if not part.file_data:
-        raise RequestError(
-            f"Invalid '{where}': an input_file needs file_data; a file_id or file_url cannot be sent "
-            "(Chat Completions has no file ids or URLs).",
-            param=where,
-        )
+        _cannot_send(where, "an input_file needs file_data; a file_id or file_url cannot be sent (Chat Completions has no file ids or URLs).")
     file: dict[str, Any] = {"file_data": part.file_data}
     if part.filename:
         file["filename"] = part.filename
     return {"type": "file", "file": file}
+
+
+def _cannot_send(where: str, why: str) -> NoReturn:
+    raise RequestError(f"Invalid '{where}': {why}", param=where)

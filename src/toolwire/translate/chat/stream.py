@@ -44,6 +44,7 @@ from toolwire.tools import ToolKind
 from ..reasoning import seal_reasoning
 from ..stream_end import StreamOutcome, decide_stream_end
 from ..tool_table import UpstreamToolTable
+from ..translator import WrittenAnswer
 from ..writer import ResponsesEventWriter, StreamState
 from ._calls import CLOSED, LIVE, WAITING, CallReader, ItemStatus, OpenCall, call_item
 from ._chunks import (
@@ -95,7 +96,7 @@ _ENDED = StreamState.ENDED
 _FAILED, _COMPLETED = StreamOutcome.FAILED, StreamOutcome.COMPLETED
 
 
-class ChatStreamTranslator:
+class ChatStreamTranslator(WrittenAnswer):
     """Translate one upstream Chat Completions stream into one Responses event stream."""
 
     def __init__(
@@ -122,19 +123,6 @@ class ChatStreamTranslator:
         self._usage: JSON | None = None
 
     # ------------------------------------------------------------ public API
-
-    @property
-    def finished(self) -> bool:
-        """Whether the terminal event has been emitted."""
-        return self._writer.state is _ENDED
-
-    @property
-    def response(self) -> JSON:
-        """The final Response object once finished; before that, the current snapshot."""
-        final = self._writer.final
-        if final is not None:
-            return final
-        return self._writer.response("in_progress", output=list(self._output))
 
     def start(self) -> list[StreamEvent]:
         """``response.created`` and ``response.in_progress`` (empty output, no usage)."""
@@ -195,6 +183,9 @@ class ChatStreamTranslator:
             return []
         self._writer.begin()
         return self._fail(message, code)
+
+    def _response_so_far(self) -> JSON:
+        return self._writer.response("in_progress", output=list(self._output))
 
     def translate_whole(self, completion: JSON) -> JSON:
         """The Response object for a whole (non-streamed) Chat Completion, translated as the
@@ -355,17 +346,10 @@ class ChatStreamTranslator:
     # ------------------------------------------------------------ items: open, stream, close
 
     def _open_message(self) -> _OpenMessage:
-        writer = self._writer
-        message = _OpenMessage(writer.new_id("msg"), writer.new_output_index())
-        self._live = message
-        item = {
-            "id": message.item_id,
-            "type": "message",
-            "status": "in_progress",
-            "role": "assistant",
-            "content": [],
-        }
-        writer.item_added(message.output_index, item)
+        item_id, output_index = self._writer.add_item(
+            "msg", {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        )
+        message = self._live = _OpenMessage(item_id, output_index)
         return message
 
     def _message_delta(self, message: _OpenMessage, part_type: _PartType, text: str) -> None:
@@ -405,19 +389,11 @@ class ChatStreamTranslator:
 
     def _open_reasoning(self) -> _OpenReasoning:
         writer = self._writer
-        reasoning = _OpenReasoning(writer.new_id("rs"), writer.new_output_index())
-        self._live = reasoning
-        item = {
-            "id": reasoning.item_id,
-            "type": "reasoning",
-            "status": "in_progress",
-            "summary": [],
-            "content": [],
-        }
-        writer.item_added(reasoning.output_index, item)
-        writer.part_added(
-            reasoning.item_id, reasoning.output_index, 0, {"type": "reasoning_text", "text": ""}
+        item_id, output_index = writer.add_item(
+            "rs", {"type": "reasoning", "status": "in_progress", "summary": [], "content": []}
         )
+        reasoning = self._live = _OpenReasoning(item_id, output_index)
+        writer.part_added(item_id, output_index, 0, {"type": "reasoning_text", "text": ""})
         return reasoning
 
     def _promote(self, call: OpenCall) -> None:

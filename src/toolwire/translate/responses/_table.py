@@ -9,14 +9,13 @@ helper both directions use to drop fields from an item.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from toolwire.protocol import ToolSpec
 from toolwire.tools import ToolCatalog, ToolKind, ToolName
 
-from .._tools import guess_tool, is_model_callable
+from .._tools import ToolIndex, is_model_callable
 from ..tool_table import UpstreamToolTable
 from .capabilities import ResponsesCapabilities
 
@@ -38,13 +37,13 @@ class DowngradedTool:
     """Offered to the backend as a function although declared custom or tool_search."""
 
 
-class DowngradedToolTable:
+class DowngradedToolTable(ToolIndex[DowngradedTool]):
     """The callable tools of one request, by the name the backend calls them, and back."""
 
     def __init__(self, catalog: ToolCatalog, capabilities: ResponsesCapabilities) -> None:
+        super().__init__()
         self._flat = None if capabilities.supports_namespaces else UpstreamToolTable(catalog)
         self._by_upstream: dict[ToolName, DowngradedTool] = {}
-        self._by_tool: dict[ToolName, DowngradedTool] = {}
         for entry in catalog:
             if is_model_callable(entry):
                 tool = DowngradedTool(
@@ -61,15 +60,6 @@ class DowngradedToolTable:
                 )
                 self._by_upstream[tool.upstream] = tool
                 self._by_tool[entry.tool_name] = tool
-
-    def __iter__(self) -> Iterator[DowngradedTool]:
-        return iter(self._by_tool.values())
-
-    def __len__(self) -> int:
-        return len(self._by_tool)
-
-    def by_tool_name(self, tool_name: ToolName) -> DowngradedTool | None:
-        return self._by_tool.get(tool_name)
 
     def by_upstream(self, upstream: ToolName) -> DowngradedTool | None:
         return self._by_upstream.get(upstream)
@@ -90,14 +80,14 @@ class DowngradedToolTable:
         """The declared tool a backend's call names, and whether a guess was needed.
 
         A model sometimes drops the namespace or writes the dotted form
-        (``list_agents``, ``collaboration.list_agents``): ``guess_tool``.
+        (``list_agents``, ``collaboration.list_agents``): ``guess``.
         """
         tool = self._by_upstream.get(upstream)
         if tool is not None:
             return tool, False
         if upstream.namespace is not None:
             return None, False
-        guessed = guess_tool(upstream.name, self._by_tool.values())
+        guessed = self.guess(upstream.name)
         return guessed, guessed is not None
 
 
