@@ -16,9 +16,10 @@ how a stream ends; ``AnswerTranslator`` (``translator``), what every answer tran
 offers the server; ``UpstreamToolTable`` (``tool_table``), flat tool names for backends
 without namespaces; ``recover_custom_input`` (``custom_input``), a freeform tool's raw
 input from a model's function arguments; the reasoning envelope (``reasoning``); and the
-private ``_tools`` (callable tools, custom tools as functions, loaded-tool listings,
-guessing a tool from a name), ``_json_repair`` and ``_echo`` (the request fields a
-Response repeats).
+private ``_tools`` (which tools are callable, custom tools as functions, the listing of
+what a tool search loaded, ``ToolIndex``: the base of both wires' tool tables, with the
+guess of which tool a bare name means), ``_json_repair`` and ``_echo`` (the request
+fields a Response repeats).
 
 Import from here: the submodules are private to this package.
 """

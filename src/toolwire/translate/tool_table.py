@@ -4,7 +4,8 @@ Chat Completions backends know only flat function names (``[A-Za-z0-9_-]``, at m
 64 characters) and tool-call ids of at most 40 characters. ``UpstreamToolTable`` gives
 every declared tool a flat name that is deterministic, valid and collision-free
 (``collaboration__list_agents``), and maps a flat name back to the ``ToolName`` and
-kind the client declared, so a call can be restored to its original type.
+kind the client declared, so a call can be restored to its original type. The Responses
+downgrade flattens namespaces with the same names.
 """
 
 from __future__ import annotations

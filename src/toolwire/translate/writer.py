@@ -6,7 +6,7 @@ as the events a Responses client reads (reference §2-§5):
 
 * every event gets the next ``sequence_number`` (0, 1, 2, ... across the stream);
 * item ids are fresh and reproducible (``new_id``), output indices follow the order of
-  adding (``new_output_index``);
+  adding (``new_output_index``; ``add_item`` takes both and writes ``.added``);
 * one method per event: the lifecycle (``begin``, ``lifecycle``), items
   (``item_added`` / ``item_done``), content parts, text / refusal / reasoning deltas
   and their ``.done``, function-call arguments, custom tool input, and ``error``;
