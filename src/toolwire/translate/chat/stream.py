@@ -162,16 +162,13 @@ class ChatStreamTranslator(WrittenAnswer):
         )
         end = decide_stream_end(self._finish_reason, produced=produced, ended_cleanly=ended_cleanly)
         if end.outcome is _FAILED:
-            # Open items stay unfinished: half a tool call never reaches the client.
-            assert end.message is not None and end.code is not None
-            return self._fail(end.message, end.code)
-        item_status: ItemStatus = (
-            "completed" if end.outcome is _COMPLETED else "incomplete"
-        )
-        self._close_live(item_status)
-        self._flush_waiting_calls(item_status)
-        nameless = sum(1 for c in self._calls if c.state is WAITING)
-        self.conversions.extend(["tool call without a name dropped"] * nameless)
+            self._live = None  # open items stay unfinished: half a tool call never reaches the client
+        else:
+            item_status: ItemStatus = "completed" if end.outcome is _COMPLETED else "incomplete"
+            self._close_live(item_status)
+            self._flush_waiting_calls(item_status)
+            nameless = sum(1 for c in self._calls if c.state is WAITING)
+            self.conversions.extend(["tool call without a name dropped"] * nameless)
         writer.end(
             end, output=list(self._output), usage=map_usage(self._usage), completed_at=completed_at
         )
