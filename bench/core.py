@@ -72,8 +72,7 @@ def _median_ns(function: Callable[[], Any], iterations: int, warmup: int) -> flo
 
 def translator_parts() -> tuple[Any, Any, Any, Any]:
     from toolwire.protocol import encode_event, parse_request
-    from toolwire.translate.request import translate_request
-    from toolwire.translate.stream import ChatStreamTranslator
+    from toolwire.translate import ChatStreamTranslator, translate_request
 
     return parse_request, translate_request, ChatStreamTranslator, encode_event
 

@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+
+# No time limit per example: a deadline is a timing assertion, and this machine is shared.
+settings.register_profile("toolwire", deadline=None)
+settings.load_profile("toolwire")
 
 from tests.support.chat_upstream import ChatUpstream
 from tests.support.gateway import GatewayProcess

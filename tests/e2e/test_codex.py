@@ -300,7 +300,7 @@ def test_reasoning_is_passed_back(
     follow_up = tool_turn(gateway, chat, V1, tmp_path)
     [assistant] = [m for m in follow_up["messages"] if m["role"] == "assistant"]
     assert assistant["tool_calls"]
-    # The gateway's default profile (translate/profile.py GENERIC) sends reasoning_content.
+    # The gateway's default profile (toolwire.translate GENERIC) sends reasoning_content.
     assert assistant.get("reasoning_content") == "I should list files", assistant
 
 

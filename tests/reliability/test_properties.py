@@ -29,10 +29,12 @@ from hypothesis import strategies as st
 
 from toolwire.errors import ClientError
 from toolwire.protocol import EVENT_TYPES, TERMINAL_EVENT_TYPES, encode_event, parse_request
-from toolwire.translate.completion import translate_completion
-from toolwire.translate.profile import PRESETS
-from toolwire.translate.request import translate_request
-from toolwire.translate.stream import ChatStreamTranslator
+from toolwire.translate import (
+    PRESETS,
+    ChatStreamTranslator,
+    translate_completion,
+    translate_request,
+)
 
 JSON = dict[str, Any]
 Path_ = tuple[str | int, ...]

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolwire.protocol import CustomTool
-from toolwire.translate import custom_input
-from toolwire.translate.custom_input import RecoveredInput, recover_custom_input
+from toolwire.translate import RecoveredInput, custom_input, recover_custom_input
 
 APPLY_PATCH_GRAMMAR = (
     'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF\nend_patch: "*** End Patch" LF?\n\n'

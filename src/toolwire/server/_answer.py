@@ -8,7 +8,7 @@ an error if nothing was sent, the stream's failure events if it was streaming. E
 error text that reaches the client goes through the redactor first, since an upstream
 may echo a key in its error message.
 
-``pump`` drives a backend's ``StreamMachine`` from its ``StreamBatches``: one delivery
+``pump`` drives a backend's ``AnswerTranslator`` from its ``StreamBatches``: one delivery
 to the client per upstream read.
 """
 
@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 
 from toolwire.errors import ToolwireError, UpstreamError
-from toolwire.upstream import StreamBatches, StreamMachine
+from toolwire.translate import AnswerTranslator
+from toolwire.upstream import StreamBatches
 
 from ._errors import as_toolwire_error
 from ._exchange import Exchange
@@ -53,7 +54,7 @@ class Answer:
         self.started = False
         self.complete = False
         """The answer's last byte has been handed to the transport."""
-        self.machine: StreamMachine | None = None
+        self.machine: AnswerTranslator | None = None
 
     async def error(self, exc: BaseException) -> None:
         """Nothing was sent yet: answer ``exc`` as an OpenAI-shaped error."""
@@ -72,7 +73,7 @@ class Answer:
         await self._transport.send_response(response)
         self.complete = True
 
-    async def start_stream(self, machine: StreamMachine) -> None:
+    async def start_stream(self, machine: AnswerTranslator) -> None:
         self.machine = machine
         self.started = True
         await self._transport.open_stream()
@@ -114,7 +115,7 @@ class Answer:
         return redacted
 
 
-async def pump(answer: Answer, batches: StreamBatches, machine: StreamMachine, keep: Keep) -> None:
+async def pump(answer: Answer, batches: StreamBatches, machine: AnswerTranslator, keep: Keep) -> None:
     """Backend batches -> events -> the client, ending in exactly one terminal event.
 
     The response is stored before its terminal event goes out, so a client that

@@ -26,7 +26,8 @@ from typing import Any
 from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import ResponseStore, StoredResponse, with_previous
-from toolwire.upstream import StreamBatches, StreamMachine
+from toolwire.translate import AnswerTranslator
+from toolwire.upstream import StreamBatches
 
 from ._answer import Answer, Keep, pump
 from ._exchange import Exchange, ExchangeObserver
@@ -150,7 +151,7 @@ class PendingStream:
     are gone by the time it runs, which keeps the memory of each open stream small."""
 
     opening: AbstractAsyncContextManager[StreamBatches]
-    machine: StreamMachine
+    machine: AnswerTranslator
     keep: Keep
 
     async def run(self, answer: Answer) -> None:

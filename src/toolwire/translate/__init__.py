@@ -1,38 +1,81 @@
-"""Pure translation between the Responses API and the backends' wires.
+"""Pure translation between the Responses API and the wires of the backends behind it.
 
-``translate_request`` turns a Responses request into a Chat Completions request;
-``ChatStreamTranslator`` turns upstream chunks into Responses stream events;
-``translate_completion`` does the same for a non-streaming answer. No I/O here.
+No I/O here: requests in, requests out; backend answers in, Responses events out.
+
+* ``chat``: a Chat Completions backend. ``translate_request`` turns a Responses request
+  into a Chat request for a ``BackendProfile`` (``PRESETS``); ``ChatStreamTranslator``
+  turns the upstream's chunks into Responses events (``translate_completion`` a whole
+  completion into a Response object).
+* ``responses``: a Responses backend that lacks newer tool features.
+  ``downgrade_request`` rewrites what its ``ResponsesCapabilities`` lack;
+  ``ResponsesStreamRestorer`` restores its answer to the types the client declared.
+
+What both wires share lives beside them, once: ``ResponsesEventWriter`` (``writer``),
+the one writer of Responses stream events, and ``decide_stream_end`` (``stream_end``),
+how a stream ends; ``AnswerTranslator`` (``translator``), what every answer translator
+offers the server; ``UpstreamToolTable`` (``tool_table``), flat tool names for backends
+without namespaces; ``recover_custom_input`` (``custom_input``), a freeform tool's raw
+input from a model's function arguments; the reasoning envelope (``reasoning``); and the
+private ``_tools`` (which tools are callable, custom tools as functions, the listing of
+what a tool search loaded, ``ToolIndex``: the base of both wires' tool tables, with the
+guess of which tool a bare name means), ``_json_repair`` and ``_echo`` (the request
+fields a Response repeats).
+
+Import from here: the submodules are private to this package.
 """
 
-from .completion import completion_chunks, translate_completion
-from .profile import GENERIC, PRESETS, BackendProfile
+from .chat import (
+    GENERIC,
+    PRESETS,
+    BackendProfile,
+    ChatStreamTranslator,
+    TranslatedRequest,
+    completion_chunks,
+    translate_completion,
+    translate_request,
+)
+from .custom_input import RecoveredInput, recover_custom_input
 from .reasoning import open_reasoning, seal_reasoning
-from .request import TranslatedRequest, custom_tool_description, translate_request
-from .responses_downgrade import (
+from .responses import (
     DowngradedRequest,
+    DowngradedTool,
+    DowngradedToolTable,
     ResponsesCapabilities,
     ResponsesStreamRestorer,
     downgrade_request,
 )
-from .stream import ChatStreamTranslator
-from .tool_table import UpstreamToolTable
+from .stream_end import StreamEnd, StreamOutcome, decide_stream_end
+from .tool_table import UpstreamTool, UpstreamToolTable, flat_name, upstream_call_id
+from .translator import AnswerTranslator
+from .writer import ResponsesEventWriter, StreamState
 
 __all__ = [
     "GENERIC",
     "PRESETS",
+    "AnswerTranslator",
     "BackendProfile",
     "ChatStreamTranslator",
     "DowngradedRequest",
+    "DowngradedTool",
+    "DowngradedToolTable",
+    "RecoveredInput",
     "ResponsesCapabilities",
+    "ResponsesEventWriter",
     "ResponsesStreamRestorer",
+    "StreamEnd",
+    "StreamOutcome",
+    "StreamState",
     "TranslatedRequest",
+    "UpstreamTool",
     "UpstreamToolTable",
     "completion_chunks",
-    "custom_tool_description",
+    "decide_stream_end",
     "downgrade_request",
+    "flat_name",
     "open_reasoning",
+    "recover_custom_input",
     "seal_reasoning",
     "translate_completion",
     "translate_request",
+    "upstream_call_id",
 ]

@@ -4,18 +4,20 @@ Chat Completions backends know only flat function names (``[A-Za-z0-9_-]``, at m
 64 characters) and tool-call ids of at most 40 characters. ``UpstreamToolTable`` gives
 every declared tool a flat name that is deterministic, valid and collision-free
 (``collaboration__list_agents``), and maps a flat name back to the ``ToolName`` and
-kind the client declared, so a call can be restored to its original type.
+kind the client declared, so a call can be restored to its original type. The Responses
+downgrade flattens namespaces with the same names.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from toolwire.protocol import CustomTool, ToolSearchTool, ToolSpec
+from toolwire.protocol import CustomTool, ToolSpec
 from toolwire.tools import CatalogEntry, ToolCatalog, ToolKind, ToolName
+
+from ._tools import ToolIndex, is_model_callable
 
 MAX_NAME_LENGTH = 64
 MAX_CALL_ID_LENGTH = 40
@@ -39,7 +41,7 @@ class UpstreamTool:
         return self.spec if isinstance(self.spec, CustomTool) else None
 
 
-class UpstreamToolTable:
+class UpstreamToolTable(ToolIndex[UpstreamTool]):
     """Flat upstream names for the callable tools of one request, and the way back.
 
     Hosted tools and a server-executed tool_search are not callable through a Chat
@@ -47,13 +49,13 @@ class UpstreamToolTable:
     """
 
     def __init__(self, catalog: ToolCatalog) -> None:
+        super().__init__()
         self._by_upstream: dict[str, UpstreamTool] = {}
-        self._by_tool: dict[ToolName, UpstreamTool] = {}
         # (namespace, name) -> tool: the lookup of a call in the history, without making a
         # ToolName (whose hash runs in Python) for each one.
         self._by_pair: dict[tuple[str | None, str], UpstreamTool] = {}
         for entry in catalog:
-            if _callable_upstream(entry):
+            if is_model_callable(entry):
                 self._add(entry)
 
     def _add(self, entry: CatalogEntry) -> None:
@@ -65,17 +67,8 @@ class UpstreamToolTable:
         self._by_tool[entry.tool_name] = tool
         self._by_pair[entry.tool_name.namespace, entry.tool_name.name] = tool
 
-    def __iter__(self) -> Iterator[UpstreamTool]:
-        return iter(self._by_upstream.values())
-
-    def __len__(self) -> int:
-        return len(self._by_upstream)
-
     def by_upstream_name(self, upstream_name: str) -> UpstreamTool | None:
         return self._by_upstream.get(upstream_name)
-
-    def by_tool_name(self, tool_name: ToolName) -> UpstreamTool | None:
-        return self._by_tool.get(tool_name)
 
     def upstream_name(self, tool_name: ToolName) -> str:
         """The flat name for ``tool_name``; an undeclared tool (a call in the history)
@@ -87,13 +80,6 @@ class UpstreamToolTable:
         unless the tool is undeclared."""
         tool = self._by_pair.get((namespace or None, name))
         return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
-
-
-def _callable_upstream(entry: CatalogEntry) -> bool:
-    """Hosted tools and a server-run tool_search are the provider's business, not the model's."""
-    if entry.kind is ToolKind.HOSTED:
-        return False
-    return not (isinstance(entry.spec, ToolSearchTool) and entry.spec.execution != "client")
 
 
 def flat_name(tool_name: ToolName) -> str:

@@ -2,13 +2,13 @@
 
 Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds``:
 ``chat``, ``responses``, ``mock``): it translates a request for its wire
-(``UpstreamCall``, with the ``StreamMachine`` that translates the answer back) and
+(``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
 Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
 """
 
-from ._base import Backend, ListBatches, StreamBatches, StreamMachine, UpstreamCall
+from ._base import Backend, ListBatches, StreamBatches, UpstreamCall
 from ._http import HttpEndpoint, RetryPolicy
 from ._kind import BackendKind, BackendSetup
 from ._proxy import Proxy, proxy_for
@@ -24,8 +24,7 @@ __all__ = [
     "Proxy",
     "RetryPolicy",
     "StreamBatches",
-    "StreamMachine",
-    "UpstreamCall",
+        "UpstreamCall",
     "backend_kind",
     "proxy_for",
 ]

@@ -5,7 +5,7 @@ a ``Backend``. The pipeline asks it three things and never which kind it is:
 
 * ``prepare(request, ...)``, pure: the request translated for this backend, as an
   ``UpstreamCall`` (the body to send, what was lost or reshaped on the way, and the
-  ``StreamMachine`` that translates the answer back);
+  ``AnswerTranslator`` that translates the answer back);
 * ``stream(body)``: open a streamed answer, parsed into ``StreamBatches``;
 * ``fetch(body)``: a whole (non-streamed) answer.
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolwire.protocol import ResponsesRequest
+from toolwire.translate import AnswerTranslator
 
 JSON = dict[str, Any]
 
@@ -44,34 +45,6 @@ class StreamBatches(Protocol):
     def __aiter__(self) -> AsyncIterator[list[JSON]]: ...
 
 
-class StreamMachine(Protocol):
-    """A backend's answer in, Responses events (or the whole Response object) out.
-
-    ``start`` / ``feed`` / ``finish`` / ``fail`` translate a stream, one upstream object
-    at a time, ending in exactly one terminal event; ``translate_whole`` translates a
-    whole non-streamed answer into the Response object. ``conversions`` lists every
-    repair made on the way back.
-    """
-
-    conversions: list[str]
-
-    @property
-    def finished(self) -> bool: ...
-
-    @property
-    def response(self) -> JSON: ...
-
-    def start(self) -> list[Any]: ...
-
-    def feed(self, item: JSON) -> list[Any]: ...
-
-    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[Any]: ...
-
-    def fail(self, message: str, *, code: str = "server_error") -> list[Any]: ...
-
-    def translate_whole(self, answer: JSON) -> JSON: ...
-
-
 @dataclass(slots=True)
 class UpstreamCall:
     """One request translated for its backend, and the machine that translates the answer.
@@ -81,7 +54,7 @@ class UpstreamCall:
     """
 
     body: Mapping[str, Any]
-    machine: StreamMachine
+    machine: AnswerTranslator
     warnings: list[str] = field(default_factory=list)
     conversions: list[str] = field(default_factory=list)
 

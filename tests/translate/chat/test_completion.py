@@ -21,21 +21,11 @@ from openai.types.responses import Response
 
 from toolwire.protocol import parse_request
 from toolwire.tools import ToolCatalog
-from toolwire.translate.completion import completion_chunks, translate_completion
-from toolwire.translate.tool_table import UpstreamToolTable
+from toolwire.translate import UpstreamToolTable, completion_chunks, translate_completion
 
-from .test_custom_input import PATCH
-from .test_stream import (
-    BODY,
-    CREATED_AT,
-    RESPONSE_ID,
-    WEATHER,
-    js_exec,
-    run,
-    scripts,
-    summarize,
-    without_parsed,
-)
+from ..sdk import without_parsed
+from ..test_custom_input import PATCH
+from .test_stream import BODY, CREATED_AT, RESPONSE_ID, WEATHER, js_exec, run, scripts, summarize
 
 JSON = dict[str, Any]
 

@@ -3,7 +3,9 @@
 Backends disagree on details (reference §7): reasoning arrives as ``reasoning_content``
 or ``reasoning`` or inside ``<think>`` tags, tool calls in fragments or whole, errors
 nested or flat, usage with vendor-specific details. This module reads all of them into
-a few plain values; ``ChatStreamTranslator`` decides what they mean.
+a few plain values; ``ChatStreamTranslator`` decides what they mean. A whole
+(non-streamed) completion is read as the one chunk that would have carried it
+(``completion_chunks``), so streamed and whole answers cannot disagree.
 
 The values are built one or more per chunk and read once, never changed. They are not
 frozen dataclasses only because building a frozen one costs two to four times as much.
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import Enum
+from typing import Any
 
 import orjson
 
@@ -29,18 +32,22 @@ _CONTEXT_LENGTH = re.compile(
 
 
 @dataclass(slots=True)
-class Reasoning:
+class _Said:
+    """A piece of what the model said."""
+
     text: str
 
 
-@dataclass(slots=True)
-class Text:
-    text: str
+class Reasoning(_Said):
+    __slots__ = ()
 
 
-@dataclass(slots=True)
-class Refusal:
-    text: str
+class Text(_Said):
+    __slots__ = ()
+
+
+class Refusal(_Said):
+    __slots__ = ()
 
 
 @dataclass(slots=True)
@@ -122,6 +129,34 @@ def call_fragment(entry: JSON) -> CallFragment:
     )
 
 
+def completion_chunks(completion: JSON) -> list[JSON]:
+    """The stream chunks equivalent to ``completion``: one delta with the whole message.
+
+    Only choice 0 is representable (reference §8.4). A completion without choices gives
+    no chunk (so the translator reports a stream with no finish reason). Tool calls get
+    the ``index`` a stream would carry.
+    """
+    if completion.get("error") or completion.get("object") == "error":
+        return [completion if completion.get("error") else {"error": completion}]
+    chunk: JSON = {"object": "chat.completion.chunk"}
+    choices = completion.get("choices")
+    choice = first_choice(choices) if isinstance(choices, list) else None
+    if choice is not None:
+        message = choice.get("message")
+        delta = dict(message) if isinstance(message, dict) else {}
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            delta["tool_calls"] = [
+                {"index": position, **call} if isinstance(call, dict) else call
+                for position, call in enumerate(tool_calls)
+            ]
+        chunk["choices"] = [
+            {"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}
+        ]
+    if isinstance(completion.get("usage"), dict):
+        chunk["usage"] = completion["usage"]
+    return [chunk] if "choices" in chunk or "usage" in chunk else []
+
 
 def upstream_failure(chunk: JSON) -> tuple[str, str] | None:
     """``(message, code)`` for an in-stream error object (nested, or vLLM's older flat form)."""
@@ -181,6 +216,20 @@ def _count(value: Any) -> int:
 # ---------------------------------------------------------------- <think> tags
 
 
+class _ThinkState(Enum):
+    LEADING = "leading"
+    """Before any text: a ``<think>`` tag may open here (once)."""
+    THINK = "think"
+    """Inside ``<think>``: content is reasoning until ``</think>``."""
+    TEXT = "text"
+    """In the answer: content is text."""
+
+
+# The members bound once: looking up an Enum member costs ~60 ns in Python 3.11, and
+# ``decode`` runs for every content chunk.
+_LEADING, _THINK, _TEXT = _ThinkState.LEADING, _ThinkState.THINK, _ThinkState.TEXT
+
+
 class ThinkTagSplitter:
     """An incremental decoder that splits a leading ``<think>...</think>`` out of content.
 
@@ -193,28 +242,28 @@ class ThinkTagSplitter:
     _CLOSE = "</think>"
 
     def __init__(self) -> None:
-        self._state: Literal["leading", "think", "text"] = "leading"
+        self._state = _LEADING
         self._think_allowed = True
         self._buffer = ""
         self.found_tags = False
 
     def decode(self, text: str) -> list[Signal]:
-        if self._state == "text":
+        if self._state is _TEXT:
             return [Text(text)]
         self._buffer += text
         signals: list[Signal] = []
-        if self._state == "leading":
+        if self._state is _LEADING:
             head = self._buffer.lstrip()
             if not head:
                 return []
             if self._think_allowed and head.startswith(self._OPEN):
-                self._state = "think"
+                self._state = _THINK
                 self.found_tags = True
                 self._buffer = head[len(self._OPEN) :]
             elif self._think_allowed and self._OPEN.startswith(head):
                 return []
             else:
-                self._state = "text"
+                self._state = _TEXT
                 text, self._buffer = self._buffer.lstrip("\r\n"), ""
                 return [Text(text)]
         end = self._buffer.find(self._CLOSE)
@@ -224,7 +273,7 @@ class ThinkTagSplitter:
             self._buffer = self._buffer[len(self._buffer) - keep :]
             return [Reasoning(reasoning)] if reasoning else []
         reasoning, rest = self._buffer[:end], self._buffer[end + len(self._CLOSE) :]
-        self._state, self._think_allowed, self._buffer = "leading", False, ""
+        self._state, self._think_allowed, self._buffer = _LEADING, False, ""
         if reasoning:
             signals.append(Reasoning(reasoning))
         if rest:
@@ -233,11 +282,11 @@ class ThinkTagSplitter:
 
     def flush(self) -> list[Signal]:
         buffer, self._buffer = self._buffer, ""
-        if self._state == "think":
-            self._state, self._think_allowed = "leading", False
+        if self._state is _THINK:
+            self._state, self._think_allowed = _LEADING, False
             return [Reasoning(buffer)] if buffer else []
-        if self._state == "leading" and buffer.strip():
-            self._state = "text"
+        if self._state is _LEADING and buffer.strip():
+            self._state = _TEXT
             return [Text(buffer.lstrip("\r\n"))]
         return []
 

@@ -35,16 +35,14 @@ from hypothesis import strategies as st
 from openai import omit
 from openai._models import validate_type
 from openai.lib.streaming.responses._responses import ResponseStreamState
-from openai.types.responses import Response, ResponseFailedEvent, ResponseStreamEvent
-from pydantic import ValidationError
+from openai.types.responses import Response
 
 from toolwire.protocol import TERMINAL_EVENT_TYPES, encode_event, parse_request
 from toolwire.tools import ToolCatalog
-from toolwire.translate.reasoning import open_reasoning
-from toolwire.translate.stream import ChatStreamTranslator
-from toolwire.translate.tool_table import UpstreamToolTable
+from toolwire.translate import ChatStreamTranslator, UpstreamToolTable, open_reasoning
 
-from .test_custom_input import APPLY_PATCH_GRAMMAR, EXEC_DESCRIPTION, EXEC_GRAMMAR, PATCH
+from ..sdk import sdk_event, strict_checkable, without_parsed
+from ..test_custom_input import APPLY_PATCH_GRAMMAR, EXEC_DESCRIPTION, EXEC_GRAMMAR, PATCH
 
 JSON = dict[str, Any]
 
@@ -252,45 +250,6 @@ def openai_call(index: int, call_id: str, name: str, arguments: str) -> list[JSO
 
 
 # ---------------------------------------------------------------- what a client sees
-
-
-def sdk_event(event: JSON) -> Any:
-    """The event as an SDK client with ``_strict_response_validation=True`` parses it."""
-    return validate_type(type_=ResponseStreamEvent, value=event)  # type: ignore[arg-type]
-
-
-def strict_checkable(event: JSON) -> JSON:
-    """The event with the one documented deviation from the SDK's enums swapped out.
-
-    ``response.error.code == "context_length_exceeded"`` is what Codex needs and is not
-    in the SDK's ``ResponseError.code`` enum; the test asserts that this field, and
-    nothing else, is what strict validation rejects.
-    """
-    response = event.get("response")
-    if (
-        not isinstance(response, dict)
-        or (response.get("error") or {}).get("code") != "context_length_exceeded"
-    ):
-        return event
-    with pytest.raises(ValidationError) as caught:
-        validate_type(type_=ResponseFailedEvent, value=event)
-    assert [error["loc"] for error in caught.value.errors()] == [("response", "error", "code")]
-    return {
-        **event,
-        "response": {**response, "error": {**response["error"], "code": "server_error"}},
-    }
-
-
-def without_parsed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: without_parsed(v)
-            for k, v in value.items()
-            if k not in ("parsed", "parsed_arguments")
-        }
-    if isinstance(value, list):
-        return [without_parsed(v) for v in value]
-    return value
 
 
 def verify(events: list[JSON], body: JSON = BODY) -> JSON:
@@ -1312,7 +1271,7 @@ def test_only_choice_zero_counts() -> None:
     assert [summarize(i) for i in run([two, finish("stop")]).output] == [("message", "A")]
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "codex"
 
 
 @pytest.mark.parametrize(

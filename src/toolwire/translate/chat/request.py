@@ -1,0 +1,92 @@
+"""``translate_request``: a Responses request as a Chat Completions request.
+
+Pure: a parsed ``ResponsesRequest`` and a ``BackendProfile`` in, a plain ``ChatRequest``
+dict out. It follows the reference's translation table and message algorithm
+(``responses-and-chat-completions.md`` §8.1-§8.2), in three parts:
+
+* the messages, from the input items (``_messages``, with the parts' content in
+  ``_content``);
+* the tools and ``tool_choice`` (``_tools``): flat names from ``UpstreamToolTable``, a
+  custom (freeform) tool as a function with one string parameter ``input``, hosted tools
+  not sent; derived once per tool catalog, which requests declaring the same tools share;
+* the generation fields (``_fields``): token limit, sampling, format, reasoning effort.
+
+What was lost is listed in ``TranslatedRequest.warnings``, what was reshaped in
+``TranslatedRequest.conversions`` (``_notes``). A request the client got wrong in a way
+that cannot be translated raises ``RequestError`` naming the place
+(``param="input[4].content[1]"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolwire.errors import RequestError
+from toolwire.protocol import ChatRequest, ResponsesRequest
+from toolwire.tools import ConfigurationError, ToolCatalog
+
+from ..tool_table import UpstreamToolTable
+from ._fields import add_generation_fields
+from ._messages import MessageBuilder
+from ._notes import Notes
+from ._tools import DeclaredTools, chat_tools_for, resolve_tool_choice
+from .profile import GENERIC, BackendProfile
+
+__all__ = ["TranslatedRequest", "translate_request"]
+
+
+@dataclass(frozen=True, slots=True)
+class TranslatedRequest:
+    """The Chat Completions request, and what the stream translator needs to undo it.
+
+    ``tools`` maps the upstream's flat tool names back to the client's ``ToolName`` and
+    tool kind. ``warnings`` says what could not be sent (hosted tools, orphan outputs,
+    foreign reasoning blobs, fields without equivalent); ``conversions`` names what was
+    reshaped on the way (short labels, each listed once).
+    """
+
+    chat: ChatRequest
+    tools: UpstreamToolTable
+    warnings: list[str] = field(default_factory=list)
+    conversions: list[str] = field(default_factory=list)
+
+
+def translate_request(
+    request: ResponsesRequest, profile: BackendProfile = GENERIC, *, model: str | None = None
+) -> TranslatedRequest:
+    """Translate ``request`` for a Chat Completions backend described by ``profile``.
+
+    ``model`` replaces ``request.model`` (a routing table's upstream model name).
+    Raises ``RequestError`` for what the client got wrong and Chat cannot express: an
+    image given by file id only, a tool_choice naming an undeclared or hosted tool, two
+    different tools with one name.
+    """
+    notes = Notes()
+    try:
+        catalog = ToolCatalog.from_request(request)
+    except ConfigurationError as exc:
+        raise RequestError(exc.message, param="tools") from exc
+    declared = catalog.derived(DeclaredTools.of)
+    table = declared.table
+    choice = resolve_tool_choice(request.tool_choice, table)
+
+    chat: ChatRequest = {
+        "model": model if model is not None else request.model,
+        "messages": MessageBuilder(request, table, profile, notes).build(),
+    }
+    notes.extend(declared.hosted_notes)
+    if choice.allowed is None:
+        tools = list(declared.chat_tools)
+        notes.extend(declared.chat_tools_notes)
+    else:
+        tools = chat_tools_for(table, choice.allowed, notes)
+    if tools:
+        chat["tools"] = tools
+        if choice.value is not None and profile.supports_tool_choice:
+            chat["tool_choice"] = choice.value
+        if profile.supports_parallel_tool_calls:
+            chat["parallel_tool_calls"] = request.parallel_tool_calls is not False
+    elif choice.value not in (None, "auto", "none"):
+        notes.warn("tool_choice not sent: no tool can be sent to this backend")
+    add_generation_fields(chat, request, profile, notes)
+    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions())

@@ -1,0 +1,29 @@
+"""``ResponsesCapabilities``: what a Responses backend understands beyond V1 function tools.
+
+A Responses backend (vLLM's or Ollama's own ``/v1/responses``, OpenAI, OpenRouter) may
+know only top-level ``function`` tools. These flags say what else it takes; whatever is
+off, ``downgrade_request`` rewrites on the way there and ``ResponsesStreamRestorer``
+restores on the way back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ResponsesCapabilities"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesCapabilities:
+    """What a Responses backend understands beyond V1 function tools. All off is V1 only."""
+
+    supports_additional_tools: bool = False
+    supports_custom_tools: bool = False
+    supports_namespaces: bool = False
+    supports_tool_search: bool = False
+    supports_hosted_tools: bool = False
+
+    @classmethod
+    def everything(cls) -> ResponsesCapabilities:
+        """A backend that takes every request as it is (OpenAI itself): a pure passthrough."""
+        return cls(True, True, True, True, True)
