@@ -49,12 +49,27 @@ def test_the_documented_example_loads() -> None:
         (('name = "local"', 'name = "deepseek"'), "toolwire.toml:13: upstreams[1].name: two upstreams are named 'deepseek'"),
         (('base_url = "https://api.deepseek.com/v1"\n', ""), "toolwire.toml:5: upstreams[0]: upstream 'deepseek' of kind 'chat' needs a base_url"),
         (("[server]", "[server"), "toolwire.toml: "),
+        (
+            ('preset = "deepseek"', 'preset = "deepseek"\ntool_call_text = "qwen"'),
+            "toolwire.toml:11: upstreams[0].tool_call_text: Input should be 'auto', 'off', 'hermes'",
+        ),
+        (
+            ('kind = "chat"', 'kind = "responses"\ntool_call_text = "off"'),
+            "toolwire.toml:5: upstreams[0]: upstream 'deepseek': tool_call_text can only be set for kind = 'chat'",
+        ),
     ],
 )
 def test_mistakes_name_their_key_and_line(change: tuple[str, str], expected: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(EXAMPLE.replace(*change))
     assert str(caught.value).startswith(expected), str(caught.value)
+
+
+@pytest.mark.parametrize("setting", ["off", "hermes", "qwen3_coder", "mistral", "deepseek", "kimi_k2", "glm45"])
+def test_tool_call_text_is_set_per_upstream(setting: str) -> None:
+    config = parse_config(EXAMPLE.replace('preset = "deepseek"', f'preset = "deepseek"\ntool_call_text = "{setting}"'))
+    assert config.upstream("deepseek").tool_call_text == setting
+    assert config.upstream("local").tool_call_text == "auto"
 
 
 def test_upstream_shortcuts() -> None:

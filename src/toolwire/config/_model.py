@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolwire.translate.profile import PRESETS
+from toolwire.translate.text_calls import ToolCallText
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
@@ -65,6 +66,10 @@ class UpstreamConfig(_Strict):
     supports_namespaces: bool = False
     supports_tool_search: bool = False
     supports_hosted_tools: bool = False
+    # kind = "chat": tool calls the model wrote into the answer's text (a server without
+    # a tool parser) are recovered in these formats: "auto" (every known one), "off", or
+    # one family (hermes, qwen3_coder, mistral, deepseek, kimi_k2, glm45).
+    tool_call_text: ToolCallText = "auto"
 
     @field_validator("preset")
     @classmethod
@@ -85,6 +90,14 @@ class UpstreamConfig(_Strict):
         if flags and self.kind != "responses":
             raise ValueError(
                 f"upstream '{self.name}': {', '.join(flags)} can only be set for kind = 'responses'"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _text_calls_of_chat_only(self) -> UpstreamConfig:
+        if self.tool_call_text != "auto" and self.kind == "responses":
+            raise ValueError(
+                f"upstream '{self.name}': tool_call_text can only be set for kind = 'chat'"
             )
         return self
 

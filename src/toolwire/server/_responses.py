@@ -140,9 +140,12 @@ async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, kee
         try:
             completion = await route.backend.complete(translated.chat)
             exchange.note_chunk(completion)
+            repairs: list[str] = []
             response = translate_completion(
-                completion, request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model
+                completion, request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model,
+                tool_call_text=route.profile.tool_call_text, conversions=repairs,
             )
+            exchange.conversions.extend(c for c in repairs if c not in exchange.conversions)
             await keep(response)
         except Exception as exc:
             await reply.error(exc)
@@ -150,7 +153,8 @@ async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, kee
         await reply.response(response)
         return None
     translator = ChatStreamTranslator(
-        request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model
+        request, translated.tools, response_id=exchange.request_id, created_at=created_at, model=request.model,
+        tool_call_text=route.profile.tool_call_text,
     )
     return PendingStream(route.backend.stream(translated.chat), translator, keep)
 

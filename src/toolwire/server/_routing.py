@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Literal, TypeVar
 
 from toolwire.config import GatewayConfig, UpstreamConfig
@@ -124,7 +124,7 @@ class ModelRouter:
 def build_router(config: GatewayConfig, *, default_model: str | None = None) -> ModelRouter:
     """Backends for every configured upstream, keys read from the environment now."""
     backends = {
-        upstream.name: (_backend(upstream, config), PRESETS[upstream.preset])
+        upstream.name: (_backend(upstream, config), profile_of(upstream))
         for upstream in config.upstreams
         if upstream.kind != "responses"
     }
@@ -161,6 +161,11 @@ def _http_backend(kind: type[HttpBackendT], upstream: UpstreamConfig, config: Ga
         retry=RetryPolicy(attempts=config.server.upstream_retries),
         proxy=proxy_for(upstream.base_url, os.environ),
     )
+
+
+def profile_of(upstream: UpstreamConfig) -> BackendProfile:
+    """A chat upstream's preset, with its own ``tool_call_text`` setting."""
+    return replace(PRESETS[upstream.preset], tool_call_text=upstream.tool_call_text)
 
 
 def capabilities_of(upstream: UpstreamConfig) -> ResponsesCapabilities:

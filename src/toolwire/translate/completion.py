@@ -28,14 +28,26 @@ def translate_completion(
     response_id: str,
     created_at: int,
     model: str,
+    tool_call_text: str = "auto",
+    conversions: list[str] | None = None,
 ) -> JSON:
-    """The Response object for ``completion`` (``status`` failed if it holds an ``error``)."""
+    """The Response object for ``completion`` (``status`` failed if it holds an ``error``).
+
+    ``tool_call_text`` is the upstream's setting for calls written into the text
+    (``ChatStreamTranslator``); the repairs made are appended to ``conversions``."""
     translator = ChatStreamTranslator(
-        request, tools, response_id=response_id, created_at=created_at, model=model
+        request,
+        tools,
+        response_id=response_id,
+        created_at=created_at,
+        model=model,
+        tool_call_text=tool_call_text,
     )
     for chunk in completion_chunks(completion):
         translator.feed(chunk)
     translator.finish()
+    if conversions is not None:
+        conversions.extend(translator.conversions)
     return translator.response
 
 

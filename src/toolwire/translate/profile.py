@@ -31,6 +31,10 @@ class BackendProfile:
     supports_reasoning_effort: bool = True
     # Ask for usage in the final chunk (stream_options.include_usage).
     stream_usage: bool = True
+    # Tool calls the model wrote into the text (a server without a tool parser): which
+    # families' formats are recovered as calls, "auto" (all), "off", or one family
+    # (toolwire.translate.text_calls).
+    tool_call_text: str = "auto"
 
 
 GENERIC = BackendProfile()

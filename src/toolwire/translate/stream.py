@@ -23,6 +23,10 @@ What the translator guarantees (reference §3, §5.2, and Codex §8.4):
 * Reasoning from ``reasoning_content``, ``reasoning`` or a leading ``<think>`` block
   becomes a ``reasoning`` item whose ``encrypted_content`` seals the text for the
   next turn.
+* When tools were offered, calls the model wrote into the content in a known family's
+  format (a server without a tool parser passes them on as text) are recovered as
+  calls (``text_calls``), unless ``tool_call_text="off"``; the text around them stays
+  text.
 
 Whether a tool was called is decided from the data, never from ``finish_reason``
 (servers report "stop" for calls, or nothing at all). ``conversions`` lists every
@@ -81,6 +85,7 @@ from ._echo import echo_request
 from ._json_repair import json_or_none, repair_json
 from .custom_input import recover_custom_input
 from .reasoning import seal_reasoning
+from .text_calls import TextCallRecognizer, families_for, offered_tools
 from .tool_table import UpstreamTool, UpstreamToolTable
 
 __all__ = ["ChatStreamTranslator"]
@@ -175,7 +180,10 @@ class ChatStreamTranslator:
         response_id: str,
         created_at: int,
         model: str,
+        tool_call_text: str = "auto",
     ) -> None:
+        """``tool_call_text``: the upstream's setting, which families' calls written into
+        the text are recovered (``"auto"``: all; ``"off"``: none)."""
         self._tools = tools
         self._response_id = response_id
         self._created_at = created_at
@@ -185,6 +193,10 @@ class ChatStreamTranslator:
         """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
 
         self._think = ThinkTagSplitter()
+        families = families_for(tool_call_text) if len(tools) else frozenset()
+        self._text_calls = (
+            TextCallRecognizer(lambda: offered_tools(tools), families) if families else None
+        )
         self._events: list[StreamEvent] = []  # what the current call returns
         self._sequence_number = 0
         self._started = False
@@ -242,7 +254,7 @@ class ChatStreamTranslator:
         if self._final is not None:
             return []
         self._begin()
-        for signal in self._think.flush():
+        for signal in self._flush_content():
             self._apply(signal)
         reason = self._finish_reason
         produced = self._next_output_index > 0 or any(
@@ -324,16 +336,16 @@ class ChatStreamTranslator:
         """Append what a choice's ``delta`` says to ``signals``."""
         reasoning = reasoning_text(delta)
         if reasoning:
-            signals.extend(self._think.flush())
+            signals.extend(self._flush_content())
             signals.append(Reasoning(reasoning))
         content = delta.get("content")
         if content:
             content = content_text(content)
             if content:
-                signals.extend(self._think.decode(content))
+                signals.extend(self._recover_calls(self._think.decode(content)))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
-            signals.extend(self._think.flush())
+            signals.extend(self._flush_content())
             signals.append(Refusal(refusal))
         tool_calls = delta.get("tool_calls")
         function_call = delta.get("function_call")  # the legacy single-call form
@@ -342,11 +354,41 @@ class ChatStreamTranslator:
         if isinstance(tool_calls, list):
             fragments = [call_fragment(entry) for entry in tool_calls if isinstance(entry, dict)]
             if fragments:
-                signals.extend(self._think.flush())
+                signals.extend(self._flush_content())
                 signals.extend(fragments)
         if self._think.found_tags:
             self._think.found_tags = False
             self.conversions.append("think tags split into reasoning")
+
+    # ------------------------------------------------------------ calls written into the text
+
+    def _recover_calls(self, signals: list[Signal]) -> list[Signal]:
+        """The ``<think>`` splitter's signals, with calls written into the text recovered."""
+        recognizer = self._text_calls
+        if recognizer is None:
+            return signals
+        recovered: list[Signal] = []
+        for signal in signals:
+            if isinstance(signal, Text):
+                recovered.extend(recognizer.feed(signal.text))
+            else:
+                recovered.extend(recognizer.flush())
+                recovered.append(signal)
+        self._note_recovered(recognizer)
+        return recovered
+
+    def _flush_content(self) -> list[Signal]:
+        """The end of the content (or something else came): what its decoders held back."""
+        signals = self._recover_calls(self._think.flush())
+        if self._text_calls is not None:
+            signals.extend(self._text_calls.flush())
+            self._note_recovered(self._text_calls)
+        return signals
+
+    def _note_recovered(self, recognizer: TextCallRecognizer) -> None:
+        for family in recognizer.recognized:
+            self.conversions.append(f"tool call recovered from {family} text")
+        recognizer.recognized.clear()
 
     # ------------------------------------------------------------ the state machine
 
