@@ -61,7 +61,10 @@ def client(gateway: GatewayProcess) -> openai.OpenAI:
 
 
 def streamed_output(gateway: GatewayProcess, model: str) -> list[tuple[str, str]]:
-    with client(gateway).responses.stream(model=model, input="go", tools=TOOLS) as events:  # type: ignore[arg-type]
+    with (
+        client(gateway) as sdk,
+        sdk.responses.stream(model=model, input="go", tools=TOOLS) as events,  # type: ignore[arg-type]
+    ):
         response = events.get_final_response()
     return [summary(item) for item in response.output]
 
@@ -96,7 +99,8 @@ def test_the_setting_of_each_upstream_decides(gateway: GatewayProcess, upstream:
             ("message", "Listing.\n"),
             ("function_call", 'exec_command {"cmd":"ls"}'),
         ]
-        answered = client(gateway).responses.create(model="any-model", input="go", tools=TOOLS)  # type: ignore[arg-type]
+        with client(gateway) as sdk:
+            answered = sdk.responses.create(model="any-model", input="go", tools=TOOLS)  # type: ignore[arg-type]
         assert [summary(item) for item in answered.output] == [("custom_tool_call", f"apply_patch {PATCH}")]
         # "off": the call stays the text it was.
         assert streamed_output(gateway, "text-off-model") == [("message", hermes)]
