@@ -454,6 +454,20 @@ def test_a_block_is_decided_as_soon_as_it_cannot_be_a_call() -> None:
     assert signals(recognizer.feed("xit")) == [text("<tool_call>exit")]
 
 
+@pytest.mark.parametrize("style", STYLES)
+def test_a_long_call_comes_out_with_the_chunk_that_ends_it(style: str) -> None:
+    """Not at the end of the answer: the call is decided as soon as its text is whole."""
+    patch = "".join(f'+print("line {n}", {{x}}) <b>\n' for n in range(200))
+    content = written(style, [("apply_patch", {"input": patch})] * 2)
+    recognizer = TextCallRecognizer(OFFERED)
+    calls_by_chunk = []
+    for start in range(0, len(content), 5):
+        out = recognizer.feed(content[start : start + 5])
+        calls_by_chunk.append(sum(isinstance(signal, CallFragment) for signal in out))
+    assert sum(calls_by_chunk) == 2, "both calls are out before the answer ends"
+    assert recognizer.flush() == []
+
+
 def test_a_long_call_is_recognized_in_small_chunks() -> None:
     patch = "*** Begin Patch\n*** Add File: big.txt\n" + "".join(f"+line {n} <b>{{x}}</b>\n" for n in range(3000)) + "*** End Patch\n"
     content = written("hermes", [("apply_patch", {"input": patch})])
