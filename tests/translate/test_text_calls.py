@@ -259,6 +259,11 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
         [call("list_agents"), call("exec_command", cmd="ls")],
     ),
     (
+        "a-stray-backtick-is-code-only-to-the-end-of-its-line",
+        'A stray ` here\n<tool_call>{"name": "list_agents", "arguments": {}}</tool_call>',
+        [text("A stray ` here\n"), call("list_agents")],
+    ),
+    (
         "a-closed-code-fence-before-a-call",
         'Here:\n```sh\nls\n```\n<tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"}}</tool_call>',
         [text("Here:\n```sh\nls\n```\n"), call("exec_command", cmd="ls")],

@@ -368,6 +368,11 @@ class ChatStreamTranslator:
         if recognizer is None:
             return signals
         recovered: list[Signal] = []
+        if len(signals) == 1 and isinstance(signals[0], Text):  # nearly every chunk
+            recovered.extend(recognizer.feed(signals[0].text))
+            if recognizer.recognized:
+                self._note_recovered(recognizer)
+            return recovered
         for signal in signals:
             if isinstance(signal, Text):
                 recovered.extend(recognizer.feed(signal.text))

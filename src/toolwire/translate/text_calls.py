@@ -126,6 +126,13 @@ class _CodeSpans:
         if len(text) > done:
             self._end_run()
 
+    def read_plain(self, text: str) -> None:
+        """``read`` for text known to hold no backtick."""
+        if self._run:
+            self._end_run()
+        if self._inline and "\n" in text:
+            self._inline = False
+
     @property
     def inside(self) -> bool:
         return self._fenced or self._inline or self._run > 0
@@ -151,6 +158,8 @@ class TextCallRecognizer:
         self._reader: Reader | None = None
         self._longest_marker = max((len(o.marker) for o in self._openers), default=0)
         self._marker_starts = {o.marker[0] for o in self._openers}
+        # Text with none of these characters can be passed on at once (most chunks).
+        self._plain = re.compile("[^`" + re.escape("".join(self._marker_starts)) + "]*")
         self._buffer = ""  # text not yet decided; in a block, the block from its marker
         self._opener: Opener | None = None  # the block being read
         # A block's text that came since it was last read, kept in pieces (a long call
@@ -168,6 +177,9 @@ class TextCallRecognizer:
 
     def feed(self, text: str) -> list[Text | CallFragment]:
         if self._opener is None:
+            if not self._buffer and self._boundary is None and self._plain.fullmatch(text):
+                self._code.read_plain(text)
+                return [Text(text)]
             self._buffer += text
         else:
             self._grow_block(self._opener, text)
