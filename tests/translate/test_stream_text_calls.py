@@ -196,6 +196,12 @@ def test_a_native_call_and_a_written_one_in_one_answer() -> None:
             "auto",
             id="no-tools-offered",
         ),
+        pytest.param(
+            written("glm45", [("exec_command", {"cmd": "ls"})]),
+            {**BODY, "tool_choice": "none"},
+            "auto",
+            id="tool-choice-none",
+        ),
         pytest.param(written("kimi_k2", [("drop_database", {})]), BODY, "auto", id="tool-not-offered"),
         pytest.param(
             'Reply with <tool_call>{"name": <function-name>, "arguments": <args>}</tool_call>.',

@@ -23,10 +23,10 @@ What the translator guarantees (reference §3, §5.2, and Codex §8.4):
 * Reasoning from ``reasoning_content``, ``reasoning`` or a leading ``<think>`` block
   becomes a ``reasoning`` item whose ``encrypted_content`` seals the text for the
   next turn.
-* When tools were offered, calls the model wrote into the content in a known family's
-  format (a server without a tool parser passes them on as text) are recovered as
-  calls (``text_calls``), unless ``tool_call_text="off"``; the text around them stays
-  text.
+* When tools were offered (and ``tool_choice`` is not ``"none"``), calls the model
+  wrote into the content in a known family's format (a server without a tool parser
+  passes them on as text) are recovered as calls (``text_calls``), unless
+  ``tool_call_text="off"``; the text around them stays text.
 
 Whether a tool was called is decided from the data, never from ``finish_reason``
 (servers report "stop" for calls, or nothing at all). ``conversions`` lists every
@@ -193,7 +193,8 @@ class ChatStreamTranslator:
         """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
 
         self._think = ThinkTagSplitter()
-        families = families_for(tool_call_text) if len(tools) else frozenset()
+        offered = len(tools) > 0 and request.tool_choice != "none"
+        families = families_for(tool_call_text) if offered else frozenset()
         self._text_calls = (
             TextCallRecognizer(lambda: offered_tools(tools), families) if families else None
         )
