@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .text_calls import ToolCallText
+
 
 @dataclass(frozen=True, slots=True)
 class BackendProfile:
@@ -34,7 +36,7 @@ class BackendProfile:
     # Tool calls the model wrote into the text (a server without a tool parser): which
     # families' formats are recovered as calls, "auto" (all), "off", or one family
     # (toolwire.translate.text_calls).
-    tool_call_text: str = "auto"
+    tool_call_text: ToolCallText = "auto"
 
 
 GENERIC = BackendProfile()
