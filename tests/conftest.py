@@ -11,12 +11,12 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
+from tests.support.chat_upstream import ChatUpstream
+from tests.support.gateway import GatewayProcess
+
 # No time limit per example: a deadline is a timing assertion, and this machine is shared.
 settings.register_profile("toolwire", deadline=None)
 settings.load_profile("toolwire")
-
-from tests.support.chat_upstream import ChatUpstream
-from tests.support.gateway import GatewayProcess
 
 
 @pytest.fixture(scope="session")

@@ -43,18 +43,34 @@ def test_the_documented_example_loads() -> None:
     [
         (("port = 8787", "port = 99999"), "toolwire.toml:3: server.port:"),
         (("port = 8787", "prot = 8787"), "toolwire.toml:3: server.prot: Extra inputs are not permitted"),
-        (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind:"),
+        (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind: unknown kind 'chatty' (known: chat, responses, mock)"),
+        (('kind = "chat"', 'kind = "responses"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepseek' for kind 'responses'"),
         (('preset = "deepseek"', 'preset = "deepsea"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepsea'"),
         (('upstream = "deepseek"', 'upstream = "nowhere"'), "toolwire.toml:19: models[0].upstream: unknown upstream 'nowhere'"),
         (('name = "local"', 'name = "deepseek"'), "toolwire.toml:13: upstreams[1].name: two upstreams are named 'deepseek'"),
         (('base_url = "https://api.deepseek.com/v1"\n', ""), "toolwire.toml:5: upstreams[0]: upstream 'deepseek' of kind 'chat' needs a base_url"),
         (("[server]", "[server"), "toolwire.toml: "),
+        (
+            ('preset = "deepseek"', 'preset = "deepseek"\ntool_call_text = "qwen"'),
+            "toolwire.toml:11: upstreams[0].tool_call_text: Input should be 'auto', 'off', 'hermes'",
+        ),
+        (
+            ('kind = "mock"', 'kind = "mock"\ntool_call_text = "off"'),
+            "toolwire.toml:12: upstreams[1]: upstream 'local': tool_call_text can only be set for kind = 'chat'",
+        ),
     ],
 )
 def test_mistakes_name_their_key_and_line(change: tuple[str, str], expected: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(EXAMPLE.replace(*change))
     assert str(caught.value).startswith(expected), str(caught.value)
+
+
+@pytest.mark.parametrize("setting", ["off", "hermes", "qwen3_coder", "mistral", "deepseek", "kimi_k2", "glm45"])
+def test_tool_call_text_is_set_per_upstream(setting: str) -> None:
+    config = parse_config(EXAMPLE.replace('preset = "deepseek"', f'preset = "deepseek"\ntool_call_text = "{setting}"'))
+    assert config.upstream("deepseek").tool_call_text == setting
+    assert config.upstream("local").tool_call_text == "auto"
 
 
 def test_upstream_shortcuts() -> None:

@@ -40,6 +40,7 @@ TRANSLATE_ALL = [
     "StreamEnd",
     "StreamOutcome",
     "StreamState",
+    "ToolCallText",
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
@@ -90,6 +91,7 @@ REQUIRED = inspect.Parameter.empty
                 ("response_id", KEYWORD, REQUIRED),
                 ("created_at", KEYWORD, REQUIRED),
                 ("model", KEYWORD, REQUIRED),
+                ("tool_call_text", KEYWORD, "auto"),
             ],
         ),
         (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from toolwire.translate import ToolCallText
 from toolwire.upstream import KINDS, backend_kind
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -67,6 +68,10 @@ class UpstreamConfig(_Strict):
     supports_namespaces: bool = False
     supports_tool_search: bool = False
     supports_hosted_tools: bool = False
+    # kind = "chat": tool calls the model wrote into the answer's text (a server without
+    # a tool parser) are recovered in these formats: "auto" (every known one), "off", or
+    # one family (hermes, qwen3_coder, mistral, deepseek, kimi_k2, glm45).
+    tool_call_text: ToolCallText = "auto"
 
     @field_validator("kind")
     @classmethod
@@ -92,7 +97,11 @@ class UpstreamConfig(_Strict):
         for other in KINDS.values():
             if other is kind:
                 continue
-            foreign = [name for name in other.settings if name not in kind.settings and getattr(self, name)]
+            foreign = [
+                name
+                for name in other.settings
+                if name not in kind.settings and getattr(self, name) != type(self).model_fields[name].default
+            ]
             if foreign:
                 raise ValueError(
                     f"upstream '{self.name}': {', '.join(foreign)} can only be set for kind = '{other.name}'"

@@ -11,12 +11,14 @@ from .completion import completion_chunks, translate_completion
 from .profile import GENERIC, PRESETS, BackendProfile
 from .request import TranslatedRequest, translate_request
 from .stream import ChatStreamTranslator
+from .text_calls import ToolCallText
 
 __all__ = [
     "GENERIC",
     "PRESETS",
     "BackendProfile",
     "ChatStreamTranslator",
+    "ToolCallText",
     "TranslatedRequest",
     "completion_chunks",
     "translate_completion",

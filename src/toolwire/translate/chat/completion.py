@@ -30,9 +30,11 @@ def translate_completion(
     response_id: str,
     created_at: int,
     model: str,
+    tool_call_text: str = "auto",
 ) -> JSON:
-    """The Response object for ``completion`` (``status`` failed if it holds an ``error``)."""
+    """The Response object for ``completion`` (``status`` failed if it holds an ``error``);
+    ``tool_call_text`` is the upstream's setting for calls written into the text."""
     translator = ChatStreamTranslator(
-        request, tools, response_id=response_id, created_at=created_at, model=model
+        request, tools, response_id=response_id, created_at=created_at, model=model, tool_call_text=tool_call_text
     )
     return translator.translate_whole(completion)

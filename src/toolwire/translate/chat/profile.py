@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .text_calls import ToolCallText
+
 
 @dataclass(frozen=True, slots=True)
 class BackendProfile:
@@ -31,6 +33,10 @@ class BackendProfile:
     supports_reasoning_effort: bool = True
     # Ask for usage in the final chunk (stream_options.include_usage).
     stream_usage: bool = True
+    # Tool calls the model wrote into the text (a server without a tool parser): which
+    # families' formats are recovered as calls, "auto" (all), "off", or one family
+    # (toolwire.translate.text_calls).
+    tool_call_text: ToolCallText = "auto"
 
 
 GENERIC = BackendProfile()

@@ -27,6 +27,10 @@ The translator decides; ``ResponsesEventWriter`` writes the events, and
 * Reasoning from ``reasoning_content``, ``reasoning`` or a leading ``<think>`` block
   becomes a ``reasoning`` item whose ``encrypted_content`` seals the text for the
   next turn.
+* When tools were offered (and ``tool_choice`` is not ``"none"``), calls the model
+  wrote into the content in a known family's format (a server without a tool parser
+  passes them on as text) are recovered as calls (``text_calls``), unless
+  ``tool_call_text="off"``; the text around them stays text.
 
 Whether a tool was called is decided from the data, never from ``finish_reason``
 (servers report "stop" for calls, or nothing at all). ``conversions`` lists every
@@ -64,6 +68,7 @@ from ._chunks import (
     reasoning_text,
     upstream_failure,
 )
+from .text_calls import TextCallRecognizer, families_for, offered_tools
 
 __all__ = ["ChatStreamTranslator"]
 
@@ -107,7 +112,10 @@ class ChatStreamTranslator(WrittenAnswer):
         response_id: str,
         created_at: int,
         model: str,
+        tool_call_text: str = "auto",
     ) -> None:
+        """``tool_call_text``: the upstream's setting, which families' calls written into
+        the text are recovered (``"auto"``: all; ``"off"``: none)."""
         self._writer = ResponsesEventWriter(
             request, response_id=response_id, created_at=created_at, model=model
         )
@@ -115,6 +123,11 @@ class ChatStreamTranslator(WrittenAnswer):
         """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
         self._reader = CallReader(tools, self.conversions)
         self._think = ThinkTagSplitter()
+        offered = len(tools) > 0 and request.tool_choice != "none"
+        families = families_for(tool_call_text) if offered else frozenset()
+        self._text_calls = (
+            TextCallRecognizer(lambda: offered_tools(tools), families) if families else None
+        )
         self._output: list[JSON] = []  # done items, in output_index order
         self._live: _OpenItem | None = None
         self._calls: list[OpenCall] = []  # in order of first appearance
@@ -155,7 +168,7 @@ class ChatStreamTranslator(WrittenAnswer):
         if writer.state is _ENDED:
             return []
         writer.begin()
-        for signal in self._think.flush():
+        for signal in self._flush_content():
             self._apply(signal)
         produced = writer.items_added > 0 or any(
             c.name for c in self._calls if c.state is WAITING
@@ -218,16 +231,16 @@ class ChatStreamTranslator(WrittenAnswer):
         """Append what a choice's ``delta`` says to ``signals``."""
         reasoning = reasoning_text(delta)
         if reasoning:
-            signals.extend(self._think.flush())
+            signals.extend(self._flush_content())
             signals.append(Reasoning(reasoning))
         content = delta.get("content")
         if content:
             content = content_text(content)
             if content:
-                signals.extend(self._think.decode(content))
+                signals.extend(self._recover_calls(self._think.decode(content)))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
-            signals.extend(self._think.flush())
+            signals.extend(self._flush_content())
             signals.append(Refusal(refusal))
         tool_calls = delta.get("tool_calls")
         function_call = delta.get("function_call")  # the legacy single-call form
@@ -236,11 +249,46 @@ class ChatStreamTranslator(WrittenAnswer):
         if isinstance(tool_calls, list):
             fragments = [call_fragment(entry) for entry in tool_calls if isinstance(entry, dict)]
             if fragments:
-                signals.extend(self._think.flush())
+                signals.extend(self._flush_content())
                 signals.extend(fragments)
         if self._think.found_tags:
             self._think.found_tags = False
             self.conversions.append("think tags split into reasoning")
+
+    # ------------------------------------------------------------ calls written into the text
+
+    def _recover_calls(self, signals: list[Signal]) -> list[Signal]:
+        """The ``<think>`` splitter's signals, with calls written into the text recovered."""
+        recognizer = self._text_calls
+        if recognizer is None:
+            return signals
+        recovered: list[Signal] = []
+        if len(signals) == 1 and isinstance(signals[0], Text):  # nearly every chunk
+            recovered.extend(recognizer.feed(signals[0].text))
+            if recognizer.recognized:
+                self._note_recovered(recognizer)
+            return recovered
+        for signal in signals:
+            if isinstance(signal, Text):
+                recovered.extend(recognizer.feed(signal.text))
+            else:
+                recovered.extend(recognizer.flush())
+                recovered.append(signal)
+        self._note_recovered(recognizer)
+        return recovered
+
+    def _flush_content(self) -> list[Signal]:
+        """The end of the content (or something else came): what its decoders held back."""
+        signals = self._recover_calls(self._think.flush())
+        if self._text_calls is not None:
+            signals.extend(self._text_calls.flush())
+            self._note_recovered(self._text_calls)
+        return signals
+
+    def _note_recovered(self, recognizer: TextCallRecognizer) -> None:
+        for family in recognizer.recognized:
+            self.conversions.append(f"tool call recovered from {family} text")
+        recognizer.recognized.clear()
 
     # ------------------------------------------------------------ the state machine
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -37,7 +38,12 @@ def prepare_chat(
     """``request`` as a Chat Completions request for a backend described by ``profile``."""
     translated = translate_request(request, profile, model=upstream_model)
     machine = ChatStreamTranslator(
-        request, translated.tools, response_id=response_id, created_at=created_at, model=request.model
+        request,
+        translated.tools,
+        response_id=response_id,
+        created_at=created_at,
+        model=request.model,
+        tool_call_text=profile.tool_call_text,
     )
     return UpstreamCall(translated.chat, machine, translated.warnings, list(translated.conversions))
 
@@ -68,12 +74,18 @@ class ChatBackend(HttpBackend):
 
 
 def _build(upstream: UpstreamConfig, setup: BackendSetup) -> ChatBackend:
-    return ChatBackend(endpoint_for(upstream, setup, "/chat/completions"), PRESETS[upstream.preset])
+    return ChatBackend(endpoint_for(upstream, setup, "/chat/completions"), profile_of(upstream))
+
+
+def profile_of(upstream: UpstreamConfig) -> BackendProfile:
+    """A chat upstream's preset, with its own ``tool_call_text`` setting."""
+    return replace(PRESETS[upstream.preset], tool_call_text=upstream.tool_call_text)
 
 
 CHAT = BackendKind(
     "chat",
     _build,
     presets=tuple(PRESETS),
+    settings=("tool_call_text",),
     description="a Chat Completions server (vLLM, Ollama, llama.cpp, DeepSeek, ...)",
 )
