@@ -62,6 +62,10 @@ def serve(
         str | None,
         typer.Option(help="Name of the environment variable holding the client API keys (comma-separated)."),
     ] = None,
+    admin_key_env: Annotated[
+        str | None,
+        typer.Option(help="Name of the environment variable holding the admin API's key(s) (/admin/keys)."),
+    ] = None,
     insecure_no_auth: Annotated[
         bool, typer.Option(help="Allow listening on a non-loopback address without client keys.")
     ] = False,
@@ -112,6 +116,7 @@ def serve(
             "host": host,
             "port": port,
             "api_key_env": api_key_env,
+            "admin_key_env": admin_key_env,
             "max_body_bytes": max_body_bytes,
             "upstream_timeout": upstream_timeout,
             "upstream_retries": upstream_retries,
@@ -172,11 +177,18 @@ def serve(
     client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
     if server.api_key_env and not client_keys:
         _fail(f"--api-key-env names {server.api_key_env}, which holds no key.")
-    if not client_keys and not is_loopback(server.host) and not server.insecure_no_auth:
+    admin_keys = parse_client_keys(os.environ.get(server.admin_key_env, "")) if server.admin_key_env else ()
+    if server.admin_key_env and not admin_keys:
+        _fail(f"--admin-key-env names {server.admin_key_env}, which holds no key.")
+    if set(admin_keys) & set(client_keys):
+        _fail("an admin key is also a client key (--api-key-env): give the admin API a key of its own.")
+    open_to_others = not is_loopback(server.host) and not server.insecure_no_auth
+    if open_to_others and not client_keys and not admin_keys and not _store_has_keys(server.store):
         _fail(
             f"refusing to listen on {server.host} without client keys: anyone who can reach it could use "
-            "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
-            "--insecure-no-auth if this is really what you want."
+            "your upstream. Create keys with 'toolwire keys create NAME' (in the gateway's --store), set "
+            "--api-key-env VAR (VAR holding comma-separated keys), or pass --insecure-no-auth if this is "
+            "really what you want."
         )
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
@@ -197,10 +209,32 @@ def serve(
     uvicorn.run(**uvicorn_config, workers=server.workers)
 
 
+def _store_has_keys(store: str) -> bool:
+    """Whether the store ``toolwire serve`` will use holds client keys (it then needs them)."""
+    if store == "none":
+        return False
+    import asyncio
+
+    from toolwire.errors import ToolwireError
+    from toolwire.keys import KeyStore, open_key_store
+
+    async def check(keys: KeyStore) -> bool:
+        try:
+            return await keys.has_keys()
+        finally:
+            await keys.aclose()
+
+    try:
+        return asyncio.run(check(open_key_store(store)))
+    except ToolwireError as exc:
+        raise _fail(f"cannot tell whether the store holds client keys: {exc.message}") from None
+
+
 def _register_commands() -> None:
     from toolwire.agent import agent_command
     from toolwire.codex_config import codex_config_command
     from toolwire.demo import demo_command
+    from toolwire.keys import keys_app
 
     app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
         agent_command
@@ -211,6 +245,7 @@ def _register_commands() -> None:
     app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
         demo_command
     )
+    app.add_typer(keys_app, name="keys")
 
 
 _register_commands()

@@ -13,8 +13,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolwire.errors import NotFoundError, UpstreamError
 
+from ._admin import admin_routes
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
+from ._key_usage import KeyUsageObserver
 from ._observers import LogObserver
 from ._responses import ResponsesEndpoint
 from ._routing import ModelRouter
@@ -29,12 +31,15 @@ def create_app(
     *,
     routes: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
-    """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``.
+    """The gateway as an ASGI app over ``router``'s backends; with a key gate, behind ``ClientAuth``.
 
     ``routes`` are served beside the API (``observability(config).routes``: ``/metrics``, ``/ui``).
     """
     settings = settings or GatewaySettings()
     observers = [LogObserver()] if observers is None else list(observers)
+    gate = settings.gate
+    if gate is not None:
+        observers.append(KeyUsageObserver(gate))
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -68,6 +73,8 @@ def create_app(
             await router.aclose()
             if settings.store is not None:
                 await settings.store.aclose()
+            if gate is not None:
+                await gate.aclose()
 
     responses = ResponsesEndpoint(router, settings, observers)
     app = Starlette(
@@ -77,13 +84,14 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *(stored_routes(settings.store) if settings.store is not None else ()),
+            *admin_routes(gate),
             *routes,
         ],
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
     served = _ResponsesFastPath(responses, app)
-    return ClientAuth(served, settings.client_keys) if settings.client_keys else served
+    return ClientAuth(served, gate) if gate is not None else served
 
 
 class _ResponsesFastPath:

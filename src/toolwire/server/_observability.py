@@ -41,13 +41,16 @@ def observability(
     config: GatewayConfig,
     *,
     client_keys: Sequence[bytes] = (),
+    admin_keys: Sequence[bytes] = (),
     environ: Mapping[str, str] | None = None,
 ) -> Observability:
-    """What ``config.server`` enables; ``client_keys`` also guard the inspector's API."""
+    """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
+    guard the inspector's API (keys of the store do not open it: it shows everyone's
+    traffic); the redactor hides all of them, and any string shaped like a stored key."""
     server = config.server
     environ = os.environ if environ is None else environ
     upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
-    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in client_keys)])
+    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in (*client_keys, *admin_keys))])
     encoder = RecordEncoder(redactor)
     metrics = MetricsObserver()
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
@@ -63,7 +66,7 @@ def observability(
             max_exchanges=server.inspector_max_exchanges, max_bytes=server.inspector_max_bytes, encoder=encoder
         )
         observers.append(recent)
-        routes.extend(inspector_routes(recent, client_keys))
+        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys)))
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))

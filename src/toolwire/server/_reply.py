@@ -89,7 +89,7 @@ class Reply:
         error = as_toolwire_error(exc)
         self.exchange.finish("error", status=error.status, error=error.message, error_kind=type(error).__name__)
         headers: list[tuple[bytes, bytes]] = []
-        if isinstance(error, UpstreamError) and error.retry_after:
+        if error.retry_after:
             headers.append((b"retry-after", error.retry_after.encode("latin-1", "replace")))
         self.started = True
         await send_bytes(self._send, error.status, self._redact(orjson.dumps(error.to_body())), b"application/json", headers)
@@ -151,6 +151,8 @@ class Reply:
                 exchange.finish(str(response.get("status")), response=response)
                 return
         exchange.finish("disconnected", error="The client went away before the response was complete.")
+        if machine is not None:  # what the upstream reported before the client left still counts
+            exchange.usage = machine.response.get("usage")
         log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
 
 

@@ -7,6 +7,10 @@ watcher of the client's connection: when the client goes away, before the upstre
 first byte or mid-stream, the exchange is cancelled at once, which closes the upstream
 connection. A model routed to a Responses backend is served by
 ``_responses_passthrough`` instead.
+
+The caller ``ClientAuth`` found is admitted by the ``KeyGate`` once the model is known
+(``gate.admit``: 403, 429); what it stores is kept under its owner, and only its own
+stored responses can be continued.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolwire.errors import RequestError
+from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
-from toolwire.store import ResponseStore, StoredResponse, with_previous
+from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse, with_previous
 from toolwire.translate.completion import translate_completion
 from toolwire.translate.request import translate_request
 from toolwire.translate.stream import ChatStreamTranslator
 
 from ._asgi import ClientDisconnected, Receive, Scope, Send, read_body
+from ._auth import principal_of
 from ._errors import send_error
 from ._exchange import Exchange, ExchangeObserver
 from ._reply import PendingStream, Reply
@@ -57,10 +63,12 @@ class ResponsesEndpoint:
             return
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
+        principal = principal_of(scope)
+        exchange.key_name = principal.name if principal is not None else None
         reply = Reply(exchange, send, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
-        work = asyncio.ensure_future(self._serve(exchange, reply))
+        work = asyncio.ensure_future(self._serve(exchange, reply, principal))
         disconnect = asyncio.ensure_future(_wait_for_disconnect(receive))
         try:
             await asyncio.wait({work, disconnect}, return_when=asyncio.FIRST_COMPLETED)
@@ -87,12 +95,12 @@ class ResponsesEndpoint:
                 except Exception:
                     log.exception("observer %r failed", observer)
 
-    async def _serve(self, exchange: Exchange, reply: Reply) -> None:
-        pending = await self._prepare(exchange, reply)
+    async def _serve(self, exchange: Exchange, reply: Reply, principal: Principal | None) -> None:
+        pending = await self._prepare(exchange, reply, principal)
         if pending is not None:
             await pending.run(reply)
 
-    async def _prepare(self, exchange: Exchange, reply: Reply) -> PendingStream | None:
+    async def _prepare(self, exchange: Exchange, reply: Reply, principal: Principal | None) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was sent."""
         try:
             request = parse_request(exchange.client_request)
@@ -101,8 +109,11 @@ class ResponsesEndpoint:
             exchange.model, exchange.stream = request.model, bool(request.stream)
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
-            keep = _Keeper.for_request(self.settings.store, request)
-            request = await self._with_history(request, keep)
+            if self.settings.gate is not None:
+                exchange.lease = await self.settings.gate.admit(principal, request.model)
+            owner = principal.owner if principal is not None else None
+            keep = _Keeper.for_request(self.settings.store, request, owner)
+            request = await self._with_history(request, keep, owner)
         except Exception as exc:
             await reply.error(exc)
             return None
@@ -110,8 +121,9 @@ class ResponsesEndpoint:
             return await pass_through(reply, route, request, keep)
         return await _serve_chat(reply, route, request, keep)
 
-    async def _with_history(self, request: ResponsesRequest, keep: _Keeper) -> ResponsesRequest:
-        """``request`` with the stored conversation before its own input, when it continues one."""
+    async def _with_history(self, request: ResponsesRequest, keep: _Keeper, owner: str | None) -> ResponsesRequest:
+        """``request`` with the stored conversation before its own input, when it continues one
+        of ``owner``'s responses (anyone else's is not found)."""
         if request.previous_response_id is None:
             return request
         store = self.settings.store
@@ -120,6 +132,9 @@ class ResponsesEndpoint:
                 "previous_response_id needs a response store, and this gateway has none (--store).",
                 param="previous_response_id",
             )
+        previous = await store.get(request.previous_response_id)
+        if previous is None or not previous.visible_to(owner):
+            raise PreviousResponseNotFound(request.previous_response_id)
         chain = await store.chain_input(request.previous_response_id)
         full = with_previous(chain, keep.own_input(request))
         return request.model_copy(update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]})
@@ -156,16 +171,18 @@ async def _serve_chat(reply: Reply, route: Route, request: ResponsesRequest, kee
 
 
 class _Keeper:
-    """Stores a finished response (``store`` defaults to true) with the request's own input."""
+    """Stores a finished response (``store`` defaults to true) with the request's own input,
+    under the ``owner`` of the key that made it."""
 
-    def __init__(self, store: ResponseStore | None, previous_response_id: str | None) -> None:
+    def __init__(self, store: ResponseStore | None, previous_response_id: str | None, owner: str | None) -> None:
         self._store = store
         self._previous = previous_response_id
+        self._owner = owner
         self._own_input: list[dict[str, Any]] | None = None
 
     @classmethod
-    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest) -> _Keeper:
-        keeper = cls(store if request.store is not False else None, request.previous_response_id)
+    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest, owner: str | None) -> _Keeper:
+        keeper = cls(store if request.store is not False else None, request.previous_response_id, owner)
         if keeper._store is not None or request.previous_response_id is not None:
             keeper.own_input(request)
         return keeper
@@ -178,7 +195,9 @@ class _Keeper:
 
     async def __call__(self, response: dict[str, Any]) -> None:
         if self._store is not None and self._own_input is not None:
-            record = StoredResponse.from_exchange(response, self._own_input, previous_response_id=self._previous)
+            record = StoredResponse.from_exchange(
+                response, self._own_input, previous_response_id=self._previous, owner=self._owner
+            )
             await self._store.put(record)
 
 

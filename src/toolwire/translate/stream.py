@@ -208,10 +208,11 @@ class ChatStreamTranslator:
 
     @property
     def response(self) -> JSON:
-        """The final Response object once finished; before that, the current snapshot."""
+        """The final Response object once finished; before that, the current snapshot
+        (with the usage the upstream reported so far, if it reported any)."""
         if self._final is not None:
             return self._final
-        return self._response_object("in_progress", output=list(self._output))
+        return self._response_object("in_progress", output=list(self._output), usage=map_usage(self._usage))
 
     def start(self) -> list[StreamEvent]:
         """``response.created`` and ``response.in_progress`` (empty output, no usage)."""
