@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from toolwire.store._open import sqlite_path
+from toolwire.store import sqlite_path
 
 from ._base import KeyStore
 from ._memory import MemoryKeyStore

@@ -5,7 +5,7 @@ tables are apart from theirs. WAL mode lets every gateway process on the host sh
 each admission and settlement is one ``BEGIN IMMEDIATE`` transaction, so processes take
 turns and a key's limits hold across them. Keys are kept as their visible id, a salt and
 a digest (``_format``), never whole. Like ``SQLiteResponseStore``, every call runs on one
-worker thread owning the one connection; the file is created readable by its owner only.
+worker thread owning the one connection, opened by the same ``connect_sqlite``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from toolwire.store import StoreUnavailable
+from toolwire.store import StoreUnavailable, connect_sqlite
 
 from ._base import KeyIdTaken
 from ._errors import KeyNameTaken
@@ -84,7 +84,6 @@ CREATE TABLE IF NOT EXISTS client_key_usage (
 );
 """
 _KEY_COLUMNS = "id, name, salt, digest, models, rpm, tpm, max_concurrent, budget_tokens, created_at, expires_at, revoked_at"
-_BUSY_TIMEOUT_SECONDS = 10.0
 
 
 class SQLiteKeyStore:
@@ -246,17 +245,7 @@ class SQLiteKeyStore:
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-            db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            try:
-                db.execute("PRAGMA journal_mode = WAL")
-                db.execute("PRAGMA synchronous = NORMAL")
-                db.executescript(_SCHEMA)
-            except BaseException:
-                db.close()
-                raise
-            self._connection = db
+            self._connection = connect_sqlite(self.path, _SCHEMA)
         return self._connection
 
 
