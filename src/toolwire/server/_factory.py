@@ -45,7 +45,9 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         if key_store is not None or client_keys or admin_keys
         else None
     )
-    observed = observability(config, client_keys=client_keys, admin_keys=admin_keys)
+    observed = observability(
+        config, client_keys=client_keys, admin_keys=admin_keys, requires_key=gate.requires_key if gate else None
+    )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
         gate=gate,

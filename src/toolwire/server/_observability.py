@@ -13,7 +13,7 @@ keys (read from the environment, as the backends read them) and the client keys.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from starlette.requests import Request
@@ -42,11 +42,13 @@ def observability(
     *,
     client_keys: Sequence[bytes] = (),
     admin_keys: Sequence[bytes] = (),
+    requires_key: Callable[[], Awaitable[bool]] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Observability:
     """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
     guard the inspector's API (keys of the store do not open it: it shows everyone's
-    traffic); the redactor hides all of them, and any string shaped like a stored key."""
+    traffic, and ``requires_key`` tells it when the store has keys); the redactor hides
+    all of them, and any string shaped like a stored key."""
     server = config.server
     environ = os.environ if environ is None else environ
     upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
@@ -66,7 +68,7 @@ def observability(
             max_exchanges=server.inspector_max_exchanges, max_bytes=server.inspector_max_bytes, encoder=encoder
         )
         observers.append(recent)
-        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys)))
+        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys), requires_key))
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))
