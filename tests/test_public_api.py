@@ -6,6 +6,7 @@ import types
 
 import pytest
 
+import toolwire.keys
 import toolwire.protocol
 import toolwire.tools
 
@@ -89,9 +90,56 @@ TOOLS_ALL = [
     "kind_of",
 ]
 
+KEYS_ALL = [
+    "Admitted",
+    "Bucket",
+    "ClientKey",
+    "InvalidKey",
+    "KEY_PATTERN",
+    "KeyDigest",
+    "KeyGate",
+    "KeyIdTaken",
+    "KeyNameTaken",
+    "KeyNotFound",
+    "KeySpec",
+    "KeyStatus",
+    "KeyStore",
+    "LEASE_SECONDS",
+    "Lease",
+    "LimitName",
+    "LimitState",
+    "Limits",
+    "MemoryKeyStore",
+    "ModelNotAllowed",
+    "Principal",
+    "QuotaExceeded",
+    "RateLimited",
+    "Refused",
+    "SQLiteKeyStore",
+    "STATIC_KEY_NAME",
+    "TokenUsage",
+    "UsageRow",
+    "bearer_token",
+    "charge_tokens",
+    "check_name",
+    "create_key",
+    "decide",
+    "digest_of",
+    "key_id_of",
+    "list_keys",
+    "matches",
+    "new_key",
+    "open_key_store",
+    "parse_duration",
+    "revoke_key",
+    "usage_report",
+    "visible_prefix",
+]
+
 MODULES = [
     pytest.param(toolwire.protocol, PROTOCOL_ALL, id="toolwire.protocol"),
     pytest.param(toolwire.tools, TOOLS_ALL, id="toolwire.tools"),
+    pytest.param(toolwire.keys, KEYS_ALL, id="toolwire.keys"),
 ]
 
 
@@ -122,7 +170,7 @@ def test_required_names() -> None:
 
 
 def test_star_import_gives_exactly_all() -> None:
-    for module in (toolwire.protocol, toolwire.tools):
+    for module in (toolwire.protocol, toolwire.tools, toolwire.keys):
         namespace: dict[str, object] = {}
         exec(f"from {module.__name__} import *", namespace)
         assert sorted(set(namespace) - {"__builtins__"}) == sorted(module.__all__)

@@ -26,6 +26,8 @@ class ToolwireError(Exception):
 
     status: int = 500
     error_type: str = "server_error"
+    retry_after: str | None = None
+    """The ``retry-after`` header's value to answer with, if any."""
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)

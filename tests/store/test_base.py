@@ -33,10 +33,21 @@ def test_public_api() -> None:
         "SQLiteResponseStore",
         "StoreUnavailable",
         "StoredResponse",
+        "connect_sqlite",
         "default_sqlite_path",
         "open_store",
+        "sqlite_path",
         "with_previous",
     ]
+
+
+def test_a_record_is_visible_to_its_owner_only() -> None:
+    mine = StoredResponse.from_exchange(response_object("resp_1", "answer"), "question", owner="key:abc")
+    assert decode_record(encode_record(mine)).owner == "key:abc"
+    assert mine.visible_to("key:abc")
+    assert not mine.visible_to("key:abd") and not mine.visible_to(None)
+    anonymous = StoredResponse.from_exchange(response_object("resp_2", "answer"), "question")
+    assert anonymous.visible_to(None) and not anonymous.visible_to("key:abc")
 
 
 def test_from_exchange_takes_id_time_and_output_from_the_response() -> None:

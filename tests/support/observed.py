@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
+from toolwire.keys import KeyGate
 from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._exchange import Exchange, ToolCallSummary
 from toolwire.server.observe import Observability, observability
@@ -39,7 +40,7 @@ def observed_config(upstream_url: str, **server: Any) -> GatewayConfig:
 
 def observed_app(config: GatewayConfig, client_keys: Sequence[bytes] = ()) -> tuple[Any, Observability]:
     observed = observability(config, client_keys=client_keys, environ={UPSTREAM_KEY_ENV: UPSTREAM_KEY})
-    settings = GatewaySettings(client_keys=tuple(client_keys))
+    settings = GatewaySettings(gate=KeyGate(static_keys=tuple(client_keys)) if client_keys else None)
     app = create_app(build_router(config), settings, observed.observers, routes=observed.routes)
     return app, observed
 

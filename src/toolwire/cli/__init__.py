@@ -1,8 +1,8 @@
 """The ``toolwire`` command line: one module per command, arguments only.
 
 ``serve`` (the gateway), ``agent`` (the agent runtime on a Responses endpoint),
-``codex-config`` (Codex's configuration for the gateway) and ``demo`` (a tool-calling
-exchange on the mock model, both sides shown). The work each does lives in its own
+``codex-config`` (Codex's configuration for the gateway), ``keys`` (the client keys of a
+shared gateway) and ``demo`` (a tool-calling exchange on the mock model, both sides shown). The work each does lives in its own
 package; ``serve_problems`` is the pure check of a configuration before serving it.
 """
 
@@ -14,6 +14,7 @@ from ._agent import agent_command
 from ._checks import serve_problems
 from ._codex_config import codex_config_command
 from ._demo import demo_command
+from ._keys import keys_app
 from ._serve import serve, with_flags
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "app",
     "codex_config_command",
     "demo_command",
+    "keys_app",
     "main",
     "serve",
     "serve_problems",
@@ -46,6 +48,7 @@ app.command("agent", help="Run a task with tools against a Responses endpoint un
 app.command("codex-config", help="Print, or write into a Codex home, the Codex config for the gateway's models.")(
     codex_config_command
 )
+app.add_typer(keys_app, name="keys")
 app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
     demo_command
 )

@@ -7,7 +7,7 @@ problem is one sentence a user can act on; ``serve`` prints them all and exits 2
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from toolwire.config import GatewayConfig
@@ -16,8 +16,14 @@ from toolwire.store import open_store
 from toolwire.upstream import proxy_for
 
 
-def serve_problems(config: GatewayConfig, environ: Mapping[str, str]) -> list[str]:
-    """Every reason ``config`` cannot be served with the secrets in ``environ``."""
+def serve_problems(
+    config: GatewayConfig, environ: Mapping[str, str], *, store_has_keys: Callable[[], bool] = lambda: False
+) -> list[str]:
+    """Every reason ``config`` cannot be served with the secrets in ``environ``.
+
+    ``store_has_keys`` says whether the store holds client keys (``toolwire keys``); it is
+    asked only when that decides whether an open address may be served.
+    """
     if not config.upstreams:
         return ["no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE."]
     problems = [f"{'.'.join(map(str, where))}: {what}" for where, what in config.problems()]
@@ -31,11 +37,18 @@ def serve_problems(config: GatewayConfig, environ: Mapping[str, str]) -> list[st
     client_keys = parse_client_keys(environ.get(server.api_key_env, "")) if server.api_key_env else ()
     if server.api_key_env and not client_keys:
         problems.append(f"--api-key-env names {server.api_key_env}, which holds no key.")
-    elif not client_keys and not is_loopback(server.host) and not server.insecure_no_auth:
+    admin_keys = parse_client_keys(environ.get(server.admin_key_env, "")) if server.admin_key_env else ()
+    if server.admin_key_env and not admin_keys:
+        problems.append(f"--admin-key-env names {server.admin_key_env}, which holds no key.")
+    if set(admin_keys) & set(client_keys):
+        problems.append("an admin key is also a client key (--api-key-env): give the admin API a key of its own.")
+    open_to_others = not is_loopback(server.host) and not server.insecure_no_auth
+    if open_to_others and not server.api_key_env and not admin_keys and not store_has_keys():
         problems.append(
             f"refusing to listen on {server.host} without client keys: anyone who can reach it could use "
-            "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
-            "--insecure-no-auth if this is really what you want."
+            "your upstream. Create keys with 'toolwire keys create NAME' (in the gateway's --store), set "
+            "--api-key-env VAR (VAR holding comma-separated keys), or pass --insecure-no-auth if this is "
+            "really what you want."
         )
     return problems
 

@@ -56,6 +56,10 @@ def serve(
         str | None,
         typer.Option(help="Name of the environment variable holding the client API keys (comma-separated)."),
     ] = None,
+    admin_key_env: Annotated[
+        str | None,
+        typer.Option(help="Name of the environment variable holding the admin API's key(s) (/admin/keys)."),
+    ] = None,
     insecure_no_auth: Annotated[
         bool, typer.Option(help="Allow listening on a non-loopback address without client keys.")
     ] = False,
@@ -102,6 +106,7 @@ def serve(
         "host": host,
         "port": port,
         "api_key_env": api_key_env,
+        "admin_key_env": admin_key_env,
         "max_body_bytes": max_body_bytes,
         "upstream_timeout": upstream_timeout,
         "upstream_retries": upstream_retries,
@@ -123,7 +128,9 @@ def serve(
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)))
     except ValueError as exc:
         _fail(str(exc))
-    problems = serve_problems(settings, os.environ)
+    problems = serve_problems(
+        settings, os.environ, store_has_keys=lambda: _store_has_keys(settings.server.store)
+    )
     if problems:
         for problem in problems:
             typer.echo(f"error: {problem}", err=True)
@@ -167,6 +174,27 @@ def with_flags(
         upstreams = [u.model_copy(update={"default": False}) for u in upstreams if u.name != flagged.name]
         upstreams.append(flagged)
     return GatewayConfig(server=server, upstreams=upstreams, models=config.models)
+
+
+def _store_has_keys(store: str) -> bool:
+    """Whether the store ``toolwire serve`` will use holds client keys (it then needs them)."""
+    if store == "none":
+        return False
+    import asyncio
+
+    from toolwire.errors import ToolwireError
+    from toolwire.keys import KeyStore, open_key_store
+
+    async def check(keys: KeyStore) -> bool:
+        try:
+            return await keys.has_keys()
+        finally:
+            await keys.aclose()
+
+    try:
+        return asyncio.run(check(open_key_store(store)))
+    except ToolwireError as exc:
+        _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
 
 def _fail(message: str) -> NoReturn:

@@ -23,6 +23,8 @@ class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
     api_key_env: str | None = None
+    # The admin API (/admin/keys): the variable holding its key(s), comma-separated.
+    admin_key_env: str | None = None
     insecure_no_auth: bool = False
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
     upstream_timeout: float = Field(default=300.0, gt=0)

@@ -61,9 +61,8 @@ class Answer:
         error = as_toolwire_error(exc)
         self.exchange.finish("error", status=error.status, error=error.message, error_kind=type(error).__name__)
         body = orjson.loads(self._redact(orjson.dumps(error.to_body())))
-        retry_after = error.retry_after if isinstance(error, UpstreamError) else None
         self.started = True
-        await self._transport.send_error(ErrorAnswer(error.status, body, retry_after or None))
+        await self._transport.send_error(ErrorAnswer(error.status, body, error.retry_after or None))
         self.complete = True
 
     async def response(self, response: dict[str, Any]) -> None:
@@ -108,6 +107,8 @@ class Answer:
                 exchange.finish(str(response.get("status")), response=response)
                 return
         exchange.finish("disconnected", error="The client went away before the response was complete.")
+        if machine is not None:  # what the upstream reported before the client left still counts
+            exchange.usage = machine.response.get("usage")
         log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
 
     def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:

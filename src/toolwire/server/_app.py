@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 
 from toolwire.errors import NotFoundError, UpstreamError
 
+from ._admin import admin_routes
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
 from ._http_responses import ResponsesHttpEndpoint
@@ -19,7 +20,7 @@ from ._pipeline import ExchangePipeline
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._stored import stored_routes
-from .observe import LogObserver
+from .observe import KeyUsageObserver, LogObserver
 from .types import ASGIApp, Receive, Scope, Send
 
 
@@ -30,12 +31,15 @@ def create_app(
     *,
     routes: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
-    """The gateway as an ASGI app over ``router``'s backends; with client keys, behind ``ClientAuth``.
+    """The gateway as an ASGI app over ``router``'s backends; with a key gate, behind ``ClientAuth``.
 
     ``routes`` are served beside the API (``observability(config).routes``: ``/metrics``, ``/ui``).
     """
     settings = settings or GatewaySettings()
     observers = [LogObserver()] if observers is None else list(observers)
+    gate = settings.gate
+    if gate is not None:
+        observers.append(KeyUsageObserver(gate))
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -69,6 +73,8 @@ def create_app(
             await router.aclose()
             if settings.store is not None:
                 await settings.store.aclose()
+            if gate is not None:
+                await gate.aclose()
 
     responses = ResponsesHttpEndpoint(ExchangePipeline(router, settings, observers))
     app = Starlette(
@@ -78,13 +84,14 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *(stored_routes(settings.store) if settings.store is not None else ()),
+            *admin_routes(gate),
             *routes,
         ],
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
     served = _ResponsesFastPath(responses, app)
-    return ClientAuth(served, settings.client_keys) if settings.client_keys else served
+    return ClientAuth(served, gate) if gate is not None else served
 
 
 class _ResponsesFastPath:

@@ -1,19 +1,26 @@
 """Client authentication: ``Authorization: Bearer <key>`` on every ``/v1/*`` request.
 
-Keys are compared in constant time, against every configured key, so neither a key's
-content nor which key matched leaks through timing. The client's key is checked here
-and goes no further: the upstream gets the gateway's own key.
+``ClientAuth`` asks the ``KeyGate`` who the caller is (``gate.authenticate``): a key of
+the store, a static key (``--api-key-env``), or nobody on a gateway without keys; it
+answers 401 for a missing, unknown, revoked or expired key and 503 when the key store
+cannot be reached, and otherwise leaves the caller in the scope (``principal_of``) for
+the endpoints: admission, stored responses' owners and metrics read it there. The
+client's key is checked here and goes no further: the upstream gets the gateway's own.
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 
 import orjson
 
+from toolwire.keys import InvalidKey, KeyGate, Principal
+
 from ._asgi import send_bytes
+from ._errors import as_toolwire_error
 from .types import ASGIApp, Receive, Scope, Send
+
+PRINCIPAL_SCOPE_KEY = "toolwire.principal"
 
 
 def parse_client_keys(raw: str) -> tuple[bytes, ...]:
@@ -30,36 +37,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class ClientAuth:
-    """ASGI middleware that answers 401 to a ``/v1/*`` request without a valid key."""
+def principal_of(scope: Scope) -> Principal | None:
+    """Who sent the request (None: a gateway without keys, or a path ``ClientAuth`` skips)."""
+    principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
+    return principal
 
-    def __init__(self, app: ASGIApp, keys: tuple[bytes, ...]) -> None:
+
+def authorization_of(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            authorization: bytes = value
+            return authorization
+    return None
+
+
+class ClientAuth:
+    """ASGI middleware that lets a ``/v1/*`` request through only with a key ``gate`` accepts."""
+
+    def __init__(self, app: ASGIApp, gate: KeyGate) -> None:
         self.app = app
-        self.keys = keys
+        self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/v1/") and not self._authorized(scope):
-            body = {
-                "error": {
-                    "message": "Missing or invalid API key: send 'Authorization: Bearer <key>'.",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "invalid_api_key",
-                }
-            }
-            await send_bytes(send, 401, orjson.dumps(body), b"application/json", [(b"www-authenticate", b"Bearer")])
-            return
+        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+            try:
+                scope[PRINCIPAL_SCOPE_KEY] = await self.gate.authenticate(authorization_of(scope))
+            except Exception as exc:
+                error = as_toolwire_error(exc)
+                headers = [(b"www-authenticate", b"Bearer")] if isinstance(exc, InvalidKey) else []
+                await send_bytes(send, error.status, orjson.dumps(error.to_body()), b"application/json", headers)
+                return
         await self.app(scope, receive, send)
-
-    def _authorized(self, scope: Scope) -> bool:
-        presented = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                scheme, _, token = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    presented = token.strip()
-                break
-        matched = False
-        for key in self.keys:
-            matched |= hmac.compare_digest(presented, key)
-        return matched and bool(presented)

@@ -6,7 +6,7 @@ import logging
 
 import orjson
 
-from toolwire.errors import InternalError, ToolwireError, UpstreamError
+from toolwire.errors import InternalError, ToolwireError
 from toolwire.tools import ConfigurationError
 
 from ._asgi import send_bytes
@@ -31,6 +31,6 @@ async def send_error(send: Send, exc: BaseException) -> None:
     """Send ``exc`` as an OpenAI-shaped JSON error with the matching status."""
     error = as_toolwire_error(exc)
     headers: list[tuple[bytes, bytes]] = []
-    if isinstance(error, UpstreamError) and error.retry_after:
+    if error.retry_after:
         headers.append((b"retry-after", error.retry_after.encode("latin-1", "replace")))
     await send_bytes(send, error.status, orjson.dumps(error.to_body()), b"application/json", headers)

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from toolwire.keys import Lease
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallSummary:
@@ -51,6 +53,10 @@ class Exchange:
     conversions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     response: dict[str, Any] | None = None
+    # The client key's name (never the key) and, once admitted, its lease: what the
+    # exchange's usage is charged to (``toolwire.keys``).
+    key_name: str | None = None
+    lease: Lease | None = None
 
     @property
     def latency(self) -> float | None:

@@ -13,6 +13,7 @@ import gc
 import os
 
 from toolwire.config import GatewayConfig
+from toolwire.keys import KeyGate, open_key_store
 from toolwire.store import open_store
 
 from ._app import create_app
@@ -31,15 +32,24 @@ YOUNG_GENERATION_THRESHOLD = 10_000
 def build_app(config: GatewayConfig, *, model_override: str | None = None) -> ASGIApp:
     server = config.server
     client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
+    admin_keys = parse_client_keys(os.environ.get(server.admin_key_env, "")) if server.admin_key_env else ()
     store = (
         None
         if server.store == "none"
         else open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
     )
-    observed = observability(config, client_keys=client_keys)
+    key_store = None if server.store == "none" else open_key_store(server.store)
+    gate = (
+        KeyGate(key_store, static_keys=client_keys, admin_keys=admin_keys)
+        if key_store is not None or client_keys or admin_keys
+        else None
+    )
+    observed = observability(
+        config, client_keys=client_keys, admin_keys=admin_keys, requires_key=gate.requires_key if gate else None
+    )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
-        client_keys=client_keys,
+        gate=gate,
         store=store,
         redact=observed.redactor.redact_json,
     )

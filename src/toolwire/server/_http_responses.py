@@ -17,6 +17,7 @@ import orjson
 from toolwire.protocol import encode_event
 
 from ._asgi import ClientDisconnected, read_body, send_bytes
+from ._auth import principal_of
 from ._errors import send_error
 from ._pipeline import ExchangePipeline
 from ._transport import ErrorAnswer
@@ -44,7 +45,7 @@ class ResponsesHttpEndpoint:
         except Exception as exc:
             await send_error(send, exc)
             return
-        await self.pipeline.serve(body, SseTransport(send, receive))
+        await self.pipeline.serve(body, SseTransport(send, receive), principal_of(scope))
 
 
 class SseTransport:

@@ -10,6 +10,10 @@ WebSocket) hands it the request body and delivers what it says.
 The whole exchange runs beside the transport's watch on the client: when the client
 goes away, before the upstream's first byte or mid-stream, the exchange is cancelled at
 once, which closes the upstream connection.
+
+The caller the transport authenticated (a ``Principal``) is admitted by the ``KeyGate``
+once the model is known (``gate.admit``: 403, 429); what it stores is kept under its
+owner, and only its own stored responses can be continued.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolwire.errors import RequestError
+from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
-from toolwire.store import ResponseStore, StoredResponse, with_previous
+from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse, with_previous
 from toolwire.translate import AnswerTranslator
 from toolwire.upstream import StreamBatches
 
@@ -49,14 +54,16 @@ class ExchangePipeline:
         self.observers = tuple(observers)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
-    async def serve(self, body: bytes, transport: Transport) -> Exchange:
-        """Answer the request ``body`` through ``transport``; the finished record."""
+    async def serve(self, body: bytes, transport: Transport, principal: Principal | None = None) -> Exchange:
+        """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
+        through ``transport``; the finished record."""
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
+        exchange.key_name = principal.name if principal is not None else None
         answer = Answer(exchange, transport, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
-        work = asyncio.ensure_future(self._serve(answer))
+        work = asyncio.ensure_future(self._serve(answer, principal))
         gone = asyncio.ensure_future(transport.client_gone())
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -84,12 +91,12 @@ class ExchangePipeline:
                     log.exception("observer %r failed", observer)
         return exchange
 
-    async def _serve(self, answer: Answer) -> None:
-        pending = await self._prepare(answer)
+    async def _serve(self, answer: Answer, principal: Principal | None) -> None:
+        pending = await self._prepare(answer, principal)
         if pending is not None:
             await pending.run(answer)
 
-    async def _prepare(self, answer: Answer) -> PendingStream | None:
+    async def _prepare(self, answer: Answer, principal: Principal | None) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was given."""
         exchange = answer.exchange
         try:
@@ -99,8 +106,11 @@ class ExchangePipeline:
             exchange.model, exchange.stream = request.model, bool(request.stream)
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
-            keep = Keeper.for_request(self.settings.store, request)
-            request = await self._with_history(request, keep)
+            if self.settings.gate is not None:
+                exchange.lease = await self.settings.gate.admit(principal, request.model)
+            owner = principal.owner if principal is not None else None
+            keep = Keeper.for_request(self.settings.store, request, owner)
+            request = await self._with_history(request, keep, owner)
             call = route.backend.prepare(
                 request,
                 upstream_model=route.upstream_model,
@@ -128,8 +138,9 @@ class ExchangePipeline:
         await answer.response(response)
         return None
 
-    async def _with_history(self, request: ResponsesRequest, keep: Keeper) -> ResponsesRequest:
-        """``request`` with the stored conversation before its own input, when it continues one."""
+    async def _with_history(self, request: ResponsesRequest, keep: Keeper, owner: str | None) -> ResponsesRequest:
+        """``request`` with the stored conversation before its own input, when it continues one
+        of ``owner``'s responses (anyone else's is not found)."""
         if request.previous_response_id is None:
             return request
         store = self.settings.store
@@ -138,6 +149,9 @@ class ExchangePipeline:
                 "previous_response_id needs a response store, and this gateway has none (--store).",
                 param="previous_response_id",
             )
+        previous = await store.get(request.previous_response_id)
+        if previous is None or not previous.visible_to(owner):
+            raise PreviousResponseNotFound(request.previous_response_id)
         chain = await store.chain_input(request.previous_response_id)
         full = with_previous(chain, keep.own_input(request))
         return request.model_copy(
@@ -166,16 +180,18 @@ class PendingStream:
 
 
 class Keeper:
-    """Stores a finished response (``store`` defaults to true) with the request's own input."""
+    """Stores a finished response (``store`` defaults to true) with the request's own input,
+    under the ``owner`` of the key that made it."""
 
-    def __init__(self, store: ResponseStore | None, previous_response_id: str | None) -> None:
+    def __init__(self, store: ResponseStore | None, previous_response_id: str | None, owner: str | None) -> None:
         self._store = store
         self._previous = previous_response_id
+        self._owner = owner
         self._own_input: list[dict[str, Any]] | None = None
 
     @classmethod
-    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest) -> Keeper:
-        keeper = cls(store if request.store is not False else None, request.previous_response_id)
+    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest, owner: str | None) -> Keeper:
+        keeper = cls(store if request.store is not False else None, request.previous_response_id, owner)
         if keeper._store is not None or request.previous_response_id is not None:
             keeper.own_input(request)
         return keeper
@@ -188,7 +204,9 @@ class Keeper:
 
     async def __call__(self, response: dict[str, Any]) -> None:
         if self._store is not None and self._own_input is not None:
-            record = StoredResponse.from_exchange(response, self._own_input, previous_response_id=self._previous)
+            record = StoredResponse.from_exchange(
+                response, self._own_input, previous_response_id=self._previous, owner=self._owner
+            )
             await self._store.put(record)
 
 

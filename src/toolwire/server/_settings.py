@@ -6,13 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolwire.config import DEFAULT_MAX_BODY_BYTES
+from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
 
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    client_keys: tuple[bytes, ...] = field(default=(), repr=False)
+    # Who may call, with which models and limits (client keys, static and stored); None
+    # lets everyone in.
+    gate: KeyGate | None = field(default=None, repr=False)
     # Where responses are kept for previous_response_id and GET /v1/responses/{id};
     # None keeps nothing.
     store: ResponseStore | None = None

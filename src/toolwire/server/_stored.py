@@ -8,7 +8,8 @@
 (``asc`` or ``desc``, default ``desc``), and item-id cursors ``after`` / ``before``;
 the page is ``{"object": "list", "data", "first_id", "last_id", "has_more"}``. The
 paging itself is the pure ``page_of``. Errors are OpenAI-shaped JSON; an unknown id
-is 404, an unreachable store 503.
+is 404, an unreachable store 503. A response belongs to the client key that created it:
+asked for with another key, it is 404 as if it did not exist.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from starlette.routing import Route
 from toolwire.errors import NotFoundError, RequestError
 from toolwire.store import ItemDict, ResponseStore, StoredResponse
 
+from ._auth import principal_of
 from ._errors import as_toolwire_error
 
 DEFAULT_PAGE_LIMIT = 20
@@ -40,7 +42,7 @@ def stored_routes(store: ResponseStore) -> list[Route]:
         return _json(record.response)
 
     async def delete(request: Request) -> Response:
-        response_id = request.path_params["response_id"]
+        response_id = (await _record(store, request)).id
         if not await store.delete(response_id):
             raise _not_found(response_id)
         return _json({"id": response_id, "object": "response", "deleted": True})
@@ -138,9 +140,11 @@ def _position(ids: list[Any], cursor: str, param: str) -> int:
 
 
 async def _record(store: ResponseStore, request: Request) -> StoredResponse:
+    """The stored response the path names, if the caller's key owns it; else 404."""
     response_id = request.path_params["response_id"]
     record = await store.get(response_id)
-    if record is None:
+    principal = principal_of(request.scope)
+    if record is None or not record.visible_to(principal.owner if principal is not None else None):
         raise _not_found(response_id)
     return record
 

@@ -25,8 +25,9 @@ from ._open import (
     DEFAULT_TTL_SECONDS,
     default_sqlite_path,
     open_store,
+    sqlite_path,
 )
-from ._sqlite import SQLiteResponseStore
+from ._sqlite import SQLiteResponseStore, connect_sqlite
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
@@ -40,7 +41,9 @@ __all__ = [
     "SQLiteResponseStore",
     "StoreUnavailable",
     "StoredResponse",
+    "connect_sqlite",
     "default_sqlite_path",
     "open_store",
+    "sqlite_path",
     "with_previous",
 ]

@@ -90,6 +90,10 @@ class StoredResponse:
     ``input_items`` are only this response's own request input (every item has an
     ``id``); the items of earlier responses live in their own records, reached through
     ``previous_response_id``. Build one with ``StoredResponse.from_exchange``.
+
+    ``owner`` names the client key that created it (``toolwire.keys.Principal.owner``;
+    None on a gateway without keys): only a request with the same owner may read,
+    delete or continue it (``visible_to``).
     """
 
     id: str
@@ -97,6 +101,7 @@ class StoredResponse:
     response: dict[str, Any]
     input_items: tuple[ItemDict, ...]
     previous_response_id: str | None = None
+    owner: str | None = None
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -111,6 +116,7 @@ class StoredResponse:
         input_items: Iterable[Mapping[str, Any]] | str,
         *,
         previous_response_id: str | None = None,
+        owner: str | None = None,
     ) -> StoredResponse:
         """The record of one request/response exchange.
 
@@ -120,7 +126,7 @@ class StoredResponse:
         ``id`` get one (``msg_…``, ``fc_…``, …), derived from the response id, so storing
         the same exchange twice gives the same record; short-hand messages get their full
         form (content parts), as the API lists them. ``previous_response_id`` defaults to
-        the response object's own.
+        the response object's own; ``owner`` is the creating key's.
         """
         response_id = response.get("id")
         if not isinstance(response_id, str) or not response_id:
@@ -135,7 +141,12 @@ class StoredResponse:
             response=dict(response),
             input_items=tuple(_as_stored_item(item, response_id, index) for index, item in enumerate(items)),
             previous_response_id=previous_response_id,
+            owner=owner,
         )
+
+    def visible_to(self, owner: str | None) -> bool:
+        """Whether a request by ``owner`` may see this response (to anyone else it does not exist)."""
+        return self.owner == owner
 
     @property
     def output_items(self) -> list[ItemDict]:
@@ -217,6 +228,7 @@ def encode_record(record: StoredResponse) -> bytes:
             "previous_response_id": record.previous_response_id,
             "response": record.response,
             "input_items": record.input_items,
+            "owner": record.owner,
         }
     )
 
@@ -230,6 +242,7 @@ def decode_record(data: bytes | str) -> StoredResponse:
         response=raw["response"],
         input_items=tuple(raw["input_items"]),
         previous_response_id=raw["previous_response_id"],
+        owner=raw.get("owner"),
     )
 
 

@@ -19,6 +19,7 @@ import concurrent.futures
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,6 +64,7 @@ SELECT id, previous_response_id, record FROM chain ORDER BY depth
 """
 
 _BUSY_TIMEOUT_SECONDS = 10.0
+_OPENING = threading.Lock()
 
 
 class SQLiteResponseStore:
@@ -182,17 +184,7 @@ class SQLiteResponseStore:
     def _connect(self) -> sqlite3.Connection:
         """The connection (on the worker thread), opening the file on first use."""
         if self._connection is None:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-            db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            try:
-                db.execute("PRAGMA journal_mode = WAL")
-                db.execute("PRAGMA synchronous = NORMAL")
-                db.executescript(_SCHEMA)
-            except BaseException:
-                db.close()
-                raise
-            self._connection = db
+            self._connection = connect_sqlite(self.path, _SCHEMA)
         return self._connection
 
     def _now(self, db: sqlite3.Connection) -> float:
@@ -203,6 +195,33 @@ class SQLiteResponseStore:
 
     def _oldest_live(self, now: float) -> float:
         return now - self.ttl_seconds if self.ttl_seconds is not None else float("-inf")
+
+
+def connect_sqlite(path: Path, schema: str) -> sqlite3.Connection:
+    """A connection to the SQLite file at ``path``, in WAL mode, with ``schema`` applied;
+    the file and its directory are created readable by their owner only.
+
+    Several stores may share one file (stored responses and client keys do), each with a
+    connection of its own in the same process. So the file is never opened here once it
+    exists: closing any descriptor of a file drops every POSIX lock the process holds on
+    it, SQLite's included, and another process would then take itself for the file's last
+    user and reset the write-ahead log under the live connections, whose later writes
+    nobody else would see. Creating and connecting hold one lock, so two stores of a
+    process opening the same new file cannot interleave.
+    """
+    with _OPENING:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.executescript(schema)
+        except BaseException:
+            db.close()
+            raise
+        return db
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ keys (read from the environment, as the backends read them) and the client keys.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from starlette.requests import Request
@@ -27,6 +27,7 @@ from toolwire.config import GatewayConfig
 from .._exchange import ExchangeObserver
 from ._capture import CaptureObserver
 from ._inspector import RecentExchanges, inspector_routes
+from ._key_usage import KeyUsageObserver
 from ._log import LogObserver
 from ._metrics import MetricsObserver
 from ._record import RecordEncoder, summarize
@@ -35,6 +36,7 @@ from ._redact import REDACTED, Redactor, is_secret_field
 __all__ = [
     "REDACTED",
     "CaptureObserver",
+    "KeyUsageObserver",
     "LogObserver",
     "MetricsObserver",
     "Observability",
@@ -57,13 +59,18 @@ def observability(
     config: GatewayConfig,
     *,
     client_keys: Sequence[bytes] = (),
+    admin_keys: Sequence[bytes] = (),
+    requires_key: Callable[[], Awaitable[bool]] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Observability:
-    """What ``config.server`` enables; ``client_keys`` also guard the inspector's API."""
+    """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
+    guard the inspector's API (keys of the store do not open it: it shows everyone's
+    traffic, and ``requires_key`` tells it when the store has keys); the redactor hides
+    all of them, and any string shaped like a stored key."""
     server = config.server
     environ = os.environ if environ is None else environ
     upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
-    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in client_keys)])
+    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in (*client_keys, *admin_keys))])
     encoder = RecordEncoder(redactor)
     metrics = MetricsObserver()
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
@@ -79,7 +86,7 @@ def observability(
             max_exchanges=server.inspector_max_exchanges, max_bytes=server.inspector_max_bytes, encoder=encoder
         )
         observers.append(recent)
-        routes.extend(inspector_routes(recent, client_keys))
+        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys), requires_key))
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))

@@ -12,9 +12,11 @@ are listed too (outcome ``pending``). ``inspector_routes`` serves the page
 ``GET /ui/api/exchanges/{request_id}``
     the full record, or 404 once it has left the ring.
 
-The API shows prompts and tool outputs, so it is guarded: with client keys it wants
-``Authorization: Bearer <key>`` like ``/v1`` (the page asks for the key once per tab);
-without keys only loopback clients get an answer. The page's Content-Security-Policy
+The API shows prompts and tool outputs, so it is guarded: with static client keys or
+admin keys it wants ``Authorization: Bearer <key>`` with one of them (the page asks for
+the key once per tab); keys of the key store do not open it, since it shows every key's
+traffic. A gateway whose store holds keys but that has neither static nor admin keys
+answers 401; one without keys of any kind answers loopback clients only. The page's Content-Security-Policy
 allows no inline script and the script writes text only as text, never as markup:
 exchanges carry model output, which must not run in the inspector.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import hmac
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -143,8 +145,14 @@ class RecentExchanges:
         return None
 
 
-def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ()) -> list[BaseRoute]:
-    """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent``."""
+def inspector_routes(
+    recent: RecentExchanges,
+    client_keys: Sequence[bytes] = (),
+    requires_key: Callable[[], Awaitable[bool]] | None = None,
+) -> list[BaseRoute]:
+    """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent``; ``client_keys``
+    open the API, and ``requires_key`` (``KeyGate.requires_key``) says whether the gateway
+    has keys at all, and then only they do."""
     keys = tuple(client_keys)
     ui = resources.files("toolwire.server.observe") / "ui"
     assets = {name: (ui / name).read_bytes() for name in _ASSETS}
@@ -159,7 +167,7 @@ def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ())
         return RedirectResponse("/ui/")
 
     async def exchanges(request: Request) -> Response:
-        refused = _refusal(request, keys)
+        refused = await _refusal(request, keys, requires_key)
         if refused is not None:
             return refused
         try:
@@ -172,7 +180,7 @@ def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ())
         return _json({"object": "list", "data": summaries, "kept": kept})
 
     async def exchange(request: Request) -> Response:
-        refused = _refusal(request, keys)
+        refused = await _refusal(request, keys, requires_key)
         if refused is not None:
             return refused
         request_id = request.path_params["request_id"]
@@ -190,7 +198,9 @@ def inspector_routes(recent: RecentExchanges, client_keys: Sequence[bytes] = ())
     ]
 
 
-def _refusal(request: Request, keys: tuple[bytes, ...]) -> Response | None:
+async def _refusal(
+    request: Request, keys: tuple[bytes, ...], requires_key: Callable[[], Awaitable[bool]] | None
+) -> Response | None:
     """None if ``request`` may read exchanges; else the 401 or 403 to answer."""
     if keys:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -202,6 +212,12 @@ def _refusal(request: Request, keys: tuple[bytes, ...]) -> Response | None:
             return None
         body = {"error": {"message": "Send 'Authorization: Bearer <key>' with a client key.", "code": "invalid_api_key"}}
         return _json(body, 401, {"www-authenticate": "Bearer"})
+    if requires_key is not None and await requires_key():
+        message = (
+            "This gateway has client keys, which do not open the inspector (it shows every key's traffic): "
+            "start it with --admin-key-env VAR and send 'Authorization: Bearer <admin key>'."
+        )
+        return _json({"error": {"message": message, "code": "invalid_api_key"}}, 401, {"www-authenticate": "Bearer"})
     client = request.client
     if client is not None and is_loopback(client.host):
         return None

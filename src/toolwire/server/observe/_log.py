@@ -19,7 +19,8 @@ class LogObserver:
     The line is ``_record.summarize``'s object: ``request_id``, ``model``, ``upstream``,
     ``upstream_model``, ``stream``, ``status``, ``outcome``, ``latency_ms``, ``ttft_ms``,
     ``input_tokens``, ``output_tokens``, ``tool_calls`` (``[{name, namespace, type}]``),
-    ``conversions``, and, when there are any, ``error``, ``error_kind`` and ``warnings``.
+    ``conversions``, and, when there are any, ``key`` (the client key's name), ``error``,
+    ``error_kind`` and ``warnings``.
     For example::
 
         {"request_id":"resp_9f..","model":"gpt-5.5","upstream":"local","upstream_model":"qwen3",

@@ -14,7 +14,13 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``conversions_total``                       counter    upstream, conversion
 ``open_streams``                            gauge      (streaming requests in progress)
 ``requests_in_progress``                    gauge
+``key_requests_total``                      counter    key, model, status
+``key_tokens_total``                        counter    key, model, kind (input, output,
+                                                       reasoning, cached_input)
 ==========================================  =========  ====================================
+
+The ``key_*`` metrics count the requests of callers with a client key, by the key's
+*name* (static ``--api-key-env`` keys are ``static``); the key itself is never a label.
 
 plus the standard ``process_*``, ``python_gc_*`` and ``python_info`` metrics.
 
@@ -101,6 +107,7 @@ class MetricsObserver:
         self._tool = BoundedLabel(max_label_values)
         self._conversion = BoundedLabel(max_label_values)
         self._error_kind = BoundedLabel(max_label_values)
+        self._key = BoundedLabel(max_label_values)
         self._in_progress: dict[str, Exchange] = {}
         r = self.registry
         self.requests = Counter(
@@ -130,6 +137,14 @@ class MetricsObserver:
             "toolwire_conversions", "Conversions applied to requests and streams.",
             ["upstream", "conversion"], registry=r,
         )
+        self.key_requests = Counter(
+            "toolwire_key_requests", "Requests to /v1/responses by client key name.",
+            ["key", "model", "status"], registry=r,
+        )
+        self.key_tokens = Counter(
+            "toolwire_key_tokens", "Tokens the upstream reported, by client key name.",
+            ["key", "model", "kind"], registry=r,
+        )
         self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
         ProcessCollector(registry=r)
@@ -154,6 +169,11 @@ class MetricsObserver:
         if exchange.usage:
             for token_kind, count in _token_counts(exchange.usage):
                 labelled(self.tokens, model, upstream, token_kind).inc(count)
+        if exchange.key_name is not None:
+            key = self._key(exchange.key_name)
+            labelled(self.key_requests, key, model, str(exchange.status)).inc()
+            for token_kind, count in _token_counts(exchange.usage or {}):
+                labelled(self.key_tokens, key, model, token_kind).inc(count)
         for call in exchange.tool_calls:
             tool = call.name if call.namespace is None else f"{call.namespace}.{call.name}"
             labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()

@@ -7,7 +7,8 @@ Three things are taken out, wherever they appear in a JSON value:
   on the name lowercased with ``-`` and ``_`` removed;
 * every occurrence of a configured secret (the upstream keys, the client keys);
 * text shaped like a credential: the token after ``Bearer``, ``sk-...`` keys, GitHub
-  tokens.
+  tokens, and toolwire's own client keys (``twk_<id>_<secret>``, ``toolwire.keys``),
+  which no process but their holder's ever knows whole.
 
 The work is done on serialized JSON, at memory speed, so that a record of a long Codex
 session (half a megabyte) costs about 2 ms and not the 50 ms of a regular expression
@@ -28,6 +29,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
+
+from toolwire.keys import KEY_PATTERN
 
 REDACTED = "[redacted]"
 _REDACTED_BYTES = REDACTED.encode()
@@ -93,6 +96,7 @@ class Redactor:
             raw = secret.sub(_replacer(raw, _outside_escape, 0), raw)
         raw = _BEARER.sub(_replacer(raw, _after_b, 1), raw)
         raw = _OPENAI_KEY.sub(_replacer(raw, _word_start, 0), raw)
+        raw = KEY_PATTERN.sub(_replacer(raw, _word_start, 0), raw)
         return _GITHUB_TOKEN.sub(_replacer(raw, _word_start, 0), raw)
 
     def value(self, value: Any) -> Any:

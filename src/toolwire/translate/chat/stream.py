@@ -195,7 +195,9 @@ class ChatStreamTranslator(WrittenAnswer):
         return self._fail(message, code)
 
     def _response_so_far(self) -> JSON:
-        return self._writer.response("in_progress", output=list(self._output))
+        """The Response so far, with the usage the upstream reported until now, if any
+        (a stream the client cut still counts what it used)."""
+        return self._writer.response("in_progress", output=list(self._output), usage=map_usage(self._usage))
 
     def translate_whole(self, completion: JSON) -> JSON:
         """The Response object for a whole (non-streamed) Chat Completion, translated as the

@@ -1,0 +1,93 @@
+"""Key store fixtures: every store behind the one ``KeyStore`` seam, on a clock the test
+turns, and a real ``redis-server`` of this package's own (tests here stop it).
+
+Without a ``redis-server`` binary the Redis tests are skipped, loudly; with
+``TOOLWIRE_REQUIRE_REDIS=1`` (CI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.store.redis_server import MISSING_REASON, REDIS_SERVER, RedisServer
+from toolwire.keys import KeyStore, MemoryKeyStore, SQLiteKeyStore
+from toolwire.keys._redis import RedisKeyStore
+
+KeyStoreFactory = Callable[[], KeyStore]
+
+
+class Clock:
+    """Seconds since the epoch, moved by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def start_redis(directory: Path) -> RedisServer:
+    if REDIS_SERVER is None:
+        if os.environ.get("TOOLWIRE_REQUIRE_REDIS"):
+            pytest.fail(MISSING_REASON + " (TOOLWIRE_REQUIRE_REDIS is set)")
+        pytest.skip(MISSING_REASON)
+    server = RedisServer(directory)
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def keys_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = start_redis(tmp_path_factory.mktemp("keys-redis"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def make_key_store(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> AsyncIterator[KeyStoreFactory]:
+    """Opens stores of one kind on ``clock``; two stores from one factory share their
+    data, as two gateway processes would (memory: one store, since it cannot)."""
+    kind: str = request.param
+    opened: list[KeyStore] = []
+    memory = MemoryKeyStore(clock=clock)
+    if kind == "redis":
+        server: RedisServer = request.getfixturevalue("keys_redis")
+        if not server.running:
+            server.start()
+        with redis.Redis.from_url(server.url) as client:
+            client.flushdb()
+
+    def make() -> KeyStore:
+        store: KeyStore
+        if kind == "memory":
+            return memory
+        if kind == "sqlite":
+            store = SQLiteKeyStore(tmp_path / "keys.sqlite3", clock=clock)
+        else:
+            store = RedisKeyStore(request.getfixturevalue("keys_redis").url, clock=clock)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.aclose()
+
+
+@pytest.fixture
+def key_store(make_key_store: KeyStoreFactory) -> KeyStore:
+    return make_key_store()

@@ -1,0 +1,121 @@
+"""``KeyGate`` over the memory store: who a caller is, what it may do, and the lease
+an admitted request holds until its usage is recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolwire.keys import (
+    InvalidKey,
+    KeyGate,
+    KeySpec,
+    MemoryKeyStore,
+    ModelNotAllowed,
+    QuotaExceeded,
+    RateLimited,
+    TokenUsage,
+    create_key,
+    revoke_key,
+)
+
+from .conftest import Clock
+
+STATIC = (b"static-key-one-0001", b"static-key-two-0002")
+ADMIN = b"admin-key-0003"
+
+
+def bearer(key: str | bytes) -> bytes:
+    return b"Bearer " + (key if isinstance(key, bytes) else key.encode())
+
+
+async def test_a_gateway_without_keys_lets_anyone_in_until_its_store_has_one(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    assert await gate.authenticate(None) is None
+    assert await gate.authenticate(b"Bearer whatever") is None
+    await create_key(store, KeySpec(name="alice"), now=clock.now)
+    await revoke_key(store, "alice")
+    fresh = KeyGate(store, clock=clock)  # a revoked key still means the gateway has keys
+    with pytest.raises(InvalidKey):
+        await fresh.authenticate(None)
+
+
+async def test_static_keys_are_keys_without_limits_each_its_own_owner(clock: Clock) -> None:
+    gate = KeyGate(MemoryKeyStore(clock=clock), static_keys=STATIC, clock=clock)
+    first = await gate.authenticate(bearer(STATIC[0]))
+    second = await gate.authenticate(bearer(STATIC[1]))
+    assert first is not None and second is not None
+    assert first.name == second.name == "static"
+    assert first.owner != second.owner
+    assert STATIC[0].decode() not in first.owner
+    again = await KeyGate(static_keys=STATIC).authenticate(bearer(STATIC[0]))
+    assert again is not None and again.owner == first.owner  # stable across processes
+    assert await gate.admit(first, "any-model") is None
+    for wrong in (None, b"Bearer static-key-one", b"Basic " + STATIC[0], STATIC[0]):
+        with pytest.raises(InvalidKey):
+            await gate.authenticate(wrong)
+
+
+async def test_a_stored_key_is_refused_once_revoked_or_expired(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    record, key = await create_key(store, KeySpec(name="alice", expires="1h"), now=clock.now)
+    principal = await gate.authenticate(bearer(key))
+    assert principal is not None and principal.name == "alice" and principal.owner == f"key:{record.id}"
+    forged = key[:-4] + "AAAA" if not key.endswith("AAAA") else key[:-4] + "BBBB"
+    with pytest.raises(InvalidKey, match="Missing or invalid"):
+        await gate.authenticate(bearer(forged))
+    clock.advance(3600)
+    with pytest.raises(InvalidKey, match=r"The key 'alice' \(twk_\w+\) expired at"):
+        await gate.authenticate(bearer(key))
+    _, bobs = await create_key(store, KeySpec(name="bob"), now=clock.now)
+    await revoke_key(store, "bob")
+    with pytest.raises(InvalidKey, match=r"The key 'bob' \(twk_\w+\) was revoked") as caught:
+        await gate.authenticate(bearer(bobs))
+    assert bobs not in caught.value.message
+
+
+async def test_an_admin_key_is_not_a_client_key(clock: Clock) -> None:
+    gate = KeyGate(MemoryKeyStore(clock=clock), static_keys=STATIC, admin_keys=(ADMIN,), clock=clock)
+    assert gate.is_admin(bearer(ADMIN))
+    assert not gate.is_admin(bearer(STATIC[0])) and not gate.is_admin(None) and not gate.is_admin(b"Bearer ")
+    with pytest.raises(InvalidKey):
+        await gate.authenticate(bearer(ADMIN))
+
+
+async def test_admission_checks_the_model_and_the_limits(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice", models=["cheap"], max_concurrent=1), now=clock.now)
+    alice = await gate.authenticate(bearer(key))
+    with pytest.raises(ModelNotAllowed) as refused:
+        await gate.admit(alice, "expensive")
+    assert refused.value.status == 403
+    assert refused.value.message == "The key 'alice' may not use the model 'expensive' (it may use: cheap)."
+    lease = await gate.admit(alice, "cheap")
+    assert lease is not None and lease.lease_id is not None
+    with pytest.raises(RateLimited) as limited:
+        await gate.admit(alice, "cheap")
+    assert (limited.value.status, limited.value.retry_after, limited.value.limit) == (429, "1", "max_concurrent")
+    await gate.record(lease, TokenUsage(3, 4))
+    second = await gate.admit(alice, "cheap")
+    assert second is not None
+    await gate.record(second, TokenUsage())
+    [row] = await store.usage()
+    assert (row.model, row.requests, row.input_tokens, row.output_tokens) == ("cheap", 2, 3, 4)
+    await gate.aclose()
+
+
+async def test_a_spent_budget_is_insufficient_quota(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice", budget_tokens=10), now=clock.now)
+    alice = await gate.authenticate(bearer(key))
+    lease = await gate.admit(alice, "m")
+    assert lease is not None
+    await gate.record(lease, TokenUsage(8, 2))
+    with pytest.raises(QuotaExceeded) as spent:
+        await gate.admit(alice, "m")
+    body = spent.value.to_body()["error"]
+    assert (spent.value.status, body["type"], body["code"]) == (429, "insufficient_quota", "insufficient_quota")
+    assert spent.value.retry_after is None

@@ -1,0 +1,192 @@
+"""The ``KeyStore`` contract, held by memory, SQLite and Redis alike: keys, revocation,
+the limits over time (on a clock the test turns), leases, usage, and two stores on one
+database giving a key its limit once."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import pytest
+
+from toolwire.keys import (
+    LEASE_SECONDS,
+    Admitted,
+    ClientKey,
+    KeyIdTaken,
+    KeyNameTaken,
+    KeySpec,
+    KeyStore,
+    Limits,
+    Refused,
+    SQLiteKeyStore,
+    TokenUsage,
+    create_key,
+    digest_of,
+    new_key,
+)
+from toolwire.store import StoredResponse, open_store
+
+from .conftest import Clock, KeyStoreFactory
+from .gateways import keys_cli
+
+_created = itertools.count(1)
+
+
+def make_key(name: str = "alice", limits: Limits | None = None, models: tuple[str, ...] | None = None) -> ClientKey:
+    """A key record, each made later than the one before."""
+    key_id, key = new_key()
+    return ClientKey(key_id, name, digest_of(key), limits or Limits(), models, created_at=float(next(_created)))
+
+
+async def test_keys_are_kept_found_listed_and_revoked(key_store: KeyStore, clock: Clock) -> None:
+    assert not await key_store.has_keys()
+    alice = make_key("alice", Limits(requests_per_minute=5, budget_tokens=9), models=("m1", "m2"))
+    bob = replace(make_key("bob"), expires_at=clock.now + 3.5)
+    await key_store.create(alice)
+    await key_store.create(bob)
+    assert await key_store.has_keys()
+    assert await key_store.find(alice.id) == alice
+    assert await key_store.find("nosuchid") is None
+    assert await key_store.keys() == [alice, bob]
+    revoked = await key_store.revoke("alice")
+    assert revoked == replace(alice, revoked_at=clock.now)
+    assert await key_store.find(alice.id) == revoked
+    assert await key_store.revoke("alice") is None
+    assert await key_store.revoke("nobody") is None
+
+
+async def test_a_name_is_taken_until_its_key_is_revoked(key_store: KeyStore) -> None:
+    first = make_key("alice")
+    await key_store.create(first)
+    with pytest.raises(KeyNameTaken):
+        await key_store.create(make_key("alice"))
+    await key_store.revoke("alice")
+    second = make_key("alice")
+    await key_store.create(second)
+    assert [key.id for key in await key_store.keys()] == [first.id, second.id]
+    assert await key_store.has_keys()
+
+
+async def test_a_taken_id_is_refused(key_store: KeyStore) -> None:
+    first = make_key("alice")
+    await key_store.create(first)
+    with pytest.raises(KeyIdTaken):
+        await key_store.create(replace(make_key("bob"), id=first.id))
+
+
+async def test_requests_per_minute_refill_over_time(key_store: KeyStore, clock: Clock) -> None:
+    key = make_key(limits=Limits(requests_per_minute=2))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    refused = await key_store.admit(key, None)
+    assert isinstance(refused, Refused) and refused.limit == "requests_per_minute"
+    assert refused.retry_after == pytest.approx(30.0)
+    clock.advance(29.0)
+    assert isinstance(await key_store.admit(key, None), Refused)
+    clock.advance(1.0)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+
+
+async def test_tokens_per_minute_are_charged_after_the_request(key_store: KeyStore, clock: Clock) -> None:
+    key = make_key(limits=Limits(tokens_per_minute=60))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    await key_store.settle(key, None, "m", TokenUsage(70, 30))  # 60 - 100: 40 in debt
+    refused = await key_store.admit(key, None)
+    assert refused == Refused("tokens_per_minute", pytest.approx(41.0))
+    clock.advance(41.0)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+
+
+async def test_concurrent_requests_hold_leases_until_settled(key_store: KeyStore, clock: Clock) -> None:
+    key = make_key(limits=Limits(max_concurrent=1))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, "lease-a"), Admitted)
+    assert await key_store.admit(key, "lease-b") == Refused("max_concurrent", 1.0)
+    await key_store.settle(key, "lease-a", "m", TokenUsage())
+    assert isinstance(await key_store.admit(key, "lease-c"), Admitted)
+
+
+async def test_a_lease_expires_unless_renewed(key_store: KeyStore, clock: Clock) -> None:
+    key = make_key(limits=Limits(max_concurrent=1))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, "held"), Admitted)
+    clock.advance(LEASE_SECONDS - 1)
+    await key_store.renew([(key.id, "held")])
+    clock.advance(2)
+    assert isinstance(await key_store.admit(key, "other"), Refused)  # renewed: still held
+    clock.advance(LEASE_SECONDS)
+    assert isinstance(await key_store.admit(key, "other"), Admitted)  # its gateway died: expired
+
+
+async def test_the_budget_counts_every_token_of_the_key(key_store: KeyStore) -> None:
+    key = make_key(limits=Limits(budget_tokens=100))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    await key_store.settle(key, None, "m1", TokenUsage(60, 39))
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    await key_store.settle(key, None, "m2", TokenUsage(1, 0))
+    assert await key_store.admit(key, None) == Refused("budget_tokens", None)
+
+
+async def test_usage_is_kept_per_key_and_model(key_store: KeyStore, clock: Clock) -> None:
+    alice, bob = make_key("alice"), make_key("bob")
+    await key_store.create(alice)
+    await key_store.create(bob)
+    await key_store.settle(alice, None, "m1", TokenUsage(10, 5, 4))
+    clock.advance(10)
+    await key_store.settle(alice, None, "m1", TokenUsage(1, 2, 0))
+    await key_store.settle(alice, None, "m|2 with spaces", TokenUsage(7, 0, 0))
+    await key_store.settle(bob, None, "m1", TokenUsage())
+    rows = {(row.key_id, row.model): row for row in await key_store.usage()}
+    assert set(rows) == {(alice.id, "m1"), (alice.id, "m|2 with spaces"), (bob.id, "m1")}
+    first = rows[(alice.id, "m1")]
+    assert (first.requests, first.input_tokens, first.output_tokens, first.cached_tokens) == (2, 11, 7, 4)
+    assert first.last_used_at == pytest.approx(clock.now)
+    assert rows[(bob.id, "m1")].requests == 1
+
+
+async def test_two_stores_on_one_database_give_a_key_its_limit_once(make_key_store: KeyStoreFactory) -> None:
+    first, second = make_key_store(), make_key_store()
+    key = make_key(limits=Limits(requests_per_minute=5, max_concurrent=3))
+    await first.create(key)
+    assert await second.find(key.id) == key
+    outcomes = await asyncio.gather(
+        *(store.admit(key, f"lease-{n}-{side}") for n in range(10) for side, store in enumerate((first, second)))
+    )
+    assert sum(isinstance(outcome, Admitted) for outcome in outcomes) == 3
+    limits = sorted({outcome.limit for outcome in outcomes if isinstance(outcome, Refused)})
+    assert limits == ["max_concurrent"]
+    for n in range(10):
+        for side in range(2):
+            await second.settle(key, f"lease-{n}-{side}", "m", TokenUsage())
+    outcomes = await asyncio.gather(*(store.admit(key, None) for _ in range(10) for store in (first, second)))
+    assert sum(isinstance(outcome, Admitted) for outcome in outcomes) == 2  # 5 per minute in all
+
+
+async def test_a_file_shared_with_stored_responses_stays_one_database_for_every_process(tmp_path: Path) -> None:
+    """Two stores of one process on one SQLite file, and other processes writing it: each
+    sees the others' writes (the stores must not drop each other's file locks)."""
+    path = tmp_path / "shared.sqlite3"
+    url = f"sqlite:///{path}"
+    responses = open_store(url)
+    keys = SQLiteKeyStore(path)
+    try:
+        await keys.has_keys()
+        await responses.put(StoredResponse.from_exchange({"id": "resp_1", "created_at": 1, "output": []}, "hi"))
+        made = keys_cli("create", "elsewhere", "--store", url)
+        assert made.returncode == 0, made.stderr
+        assert keys_cli("revoke", "elsewhere", "--store", url).returncode == 0
+        assert [key.revoked_at is not None for key in await keys.keys()] == [True]
+        await create_key(keys, KeySpec(name="here"))
+        await responses.put(StoredResponse.from_exchange({"id": "resp_2", "created_at": 2, "output": []}, "hi"))
+        listed = keys_cli("list", "--json", "--store", url)  # while this process's stores are open
+        assert [key["name"] for key in orjson.loads(listed.stdout)] == ["elsewhere", "here"]
+    finally:
+        await keys.aclose()
+        await responses.aclose()
