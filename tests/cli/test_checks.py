@@ -87,3 +87,25 @@ def test_flags_override_the_file_and_upstream_becomes_the_default() -> None:
     merged = with_flags(config(server="port = 9000"), {"port": 9100, "host": None}, upstream="mock")
     assert merged.server.port == 9100 and merged.server.host == "127.0.0.1"
     assert [(u.name, u.default) for u in merged.upstreams] == [("local", False), ("mock", True)]
+
+
+def test_admin_keys_must_hold_a_key_and_differ_from_client_keys() -> None:
+    problems = serve_problems(config(server='admin_key_env = "ADMIN"'), {"ADMIN": ""})
+    assert problems == ["--admin-key-env names ADMIN, which holds no key."]
+    shared = config(server='admin_key_env = "ADMIN"\napi_key_env = "KEYS"')
+    assert serve_problems(shared, {"ADMIN": "same", "KEYS": "other,same"}) == [
+        "an admin key is also a client key (--api-key-env): give the admin API a key of its own."
+    ]
+
+
+def test_an_open_address_is_served_when_the_store_holds_keys() -> None:
+    asked: list[bool] = []
+
+    def store_has_keys() -> bool:
+        asked.append(True)
+        return True
+
+    assert serve_problems(config(server='host = "0.0.0.0"'), {}, store_has_keys=store_has_keys) == []
+    assert asked == [True]
+    # on loopback the store is never asked
+    assert serve_problems(config(), {}, store_has_keys=store_has_keys) == [] and asked == [True]
