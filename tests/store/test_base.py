@@ -23,21 +23,26 @@ from .records import exchange, response_object
 def test_public_api() -> None:
     assert sorted(toolwire.store.__all__) == [
         "DEFAULT_MAX_ENTRIES",
+        "DEFAULT_REDIS_KEY_PREFIX",
         "DEFAULT_STORE_URL",
         "DEFAULT_TTL_SECONDS",
         "ItemDict",
         "MAX_CHAIN_LENGTH",
         "MemoryResponseStore",
         "PreviousResponseNotFound",
+        "RedisServer",
         "ResponseStore",
+        "SQLiteFile",
         "SQLiteResponseStore",
         "StoreUnavailable",
         "StoredResponse",
         "connect_sqlite",
         "default_sqlite_path",
         "open_store",
+        "redact_url",
         "sqlite_path",
         "with_previous",
+        "write_transaction",
     ]
 
 

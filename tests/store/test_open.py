@@ -13,8 +13,9 @@ from toolwire.store import (
     SQLiteResponseStore,
     default_sqlite_path,
     open_store,
+    redact_url,
 )
-from toolwire.store._redis import RedisResponseStore, redact_url
+from toolwire.store._redis import RedisResponseStore
 
 
 @pytest.fixture(autouse=True)

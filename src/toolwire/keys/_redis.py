@@ -20,19 +20,12 @@ response store; commands have bounded timeouts and are retried once on a new con
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast, get_args
 
 import orjson
-import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from toolwire.store import StoreUnavailable
-from toolwire.store._redis import DEFAULT_KEY_PREFIX, DEFAULT_SOCKET_TIMEOUT_SECONDS, redact_url
+from toolwire.store import DEFAULT_REDIS_KEY_PREFIX, RedisServer, StoreUnavailable
 
 from ._base import KeyIdTaken
 from ._errors import KeyNameTaken
@@ -161,34 +154,29 @@ class RedisKeyStore:
         self,
         url: str,
         *,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_SECONDS,
+        key_prefix: str = DEFAULT_REDIS_KEY_PREFIX,
+        socket_timeout: float = 2.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self.display_url = redact_url(url)
+        self._server = RedisServer(url, what="key store", socket_timeout=socket_timeout)
+        self.display_url = self._server.display_url
+        self._client = self._server.client
         self._clock = clock
         self._prefix = f"{key_prefix}client-key"
         self._names = f"{self._prefix}-names"
         self._ids = f"{self._prefix}-ids"
-        self._client: redis.Redis = redis.Redis.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=1),
-            decode_responses=False,
-        )
-        self._create = self._client.register_script(_CREATE)
-        self._revoke = self._client.register_script(_REVOKE)
-        self._admit = self._client.register_script(_ADMIT)
-        self._settle = self._client.register_script(_SETTLE)
-        self._renew = self._client.register_script(_RENEW)
+        self._create = self._server.script(_CREATE)
+        self._revoke = self._server.script(_REVOKE)
+        self._admit = self._server.script(_ADMIT)
+        self._settle = self._server.script(_SETTLE)
+        self._renew = self._server.script(_RENEW)
 
     def __repr__(self) -> str:
         return f"RedisKeyStore({self.display_url!r})"
 
     async def create(self, key: ClientKey) -> None:
         fields = [part for pair in _fields_of(key).items() for part in pair]
-        outcome = await self._call(
+        outcome = await self._server.call(
             lambda: self._create(keys=[self._names, self._ids, self._record(key.id)], args=[key.name, key.id, *fields])
         )
         if outcome == b"name_taken":
@@ -197,7 +185,7 @@ class RedisKeyStore:
             raise KeyIdTaken(key.id)
 
     async def find(self, key_id: str) -> ClientKey | None:
-        fields = cast("dict[bytes, bytes]", await self._call(lambda: self._client.hgetall(self._record(key_id))))
+        fields = cast("dict[bytes, bytes]", await self._server.call(lambda: self._client.hgetall(self._record(key_id))))
         return _key_of(fields) if fields else None
 
     async def keys(self) -> list[ClientKey]:
@@ -209,21 +197,21 @@ class RedisKeyStore:
                 found: list[dict[bytes, bytes]] = await pipe.execute()
                 return found
 
-        found = await self._call(everything)
+        found = await self._server.call(everything)
         return sorted((_key_of(fields) for fields in found if fields), key=lambda key: (key.created_at, key.id))
 
     async def revoke(self, name: str) -> ClientKey | None:
-        revoked = await self._call(
+        revoked = await self._server.call(
             lambda: self._revoke(keys=[self._names], args=[self._now(), name, f"{self._prefix}:"])
         )
         return None if not revoked else await self.find(revoked.decode())
 
     async def has_keys(self) -> bool:
-        return bool(await self._call(lambda: self._client.exists(self._ids)))
+        return bool(await self._server.call(lambda: self._client.exists(self._ids)))
 
     async def admit(self, key: ClientKey, lease_id: str | None) -> Admitted | Refused:
         limits = key.limits
-        outcome, retry_after = await self._call(
+        outcome, retry_after = await self._server.call(
             lambda: self._admit(
                 keys=[self._limits(key.id), self._leases(key.id)],
                 args=[
@@ -245,7 +233,7 @@ class RedisKeyStore:
         return Refused(cast("LimitName", limit), float(retry_after) if retry_after else None)
 
     async def settle(self, key: ClientKey, lease_id: str | None, model: str, usage: TokenUsage) -> None:
-        await self._call(
+        await self._server.call(
             lambda: self._settle(
                 keys=[self._limits(key.id), self._leases(key.id), self._usage(key.id)],
                 args=[
@@ -263,7 +251,7 @@ class RedisKeyStore:
     async def renew(self, leases: Sequence[tuple[str, str]]) -> None:
         if not leases:
             return
-        await self._call(
+        await self._server.call(
             lambda: self._renew(
                 keys=[self._leases(key_id) for key_id, _ in leases],
                 args=[self._now(), LEASE_SECONDS, *(lease_id for _, lease_id in leases)],
@@ -279,12 +267,12 @@ class RedisKeyStore:
                 return list(zip(ids, await pipe.execute(), strict=True))
 
         rows: list[UsageRow] = []
-        for key_id, fields in await self._call(everything):
+        for key_id, fields in await self._server.call(everything):
             rows.extend(_usage_rows(key_id, fields))
         return rows
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._server.aclose()
 
     def _record(self, key_id: str) -> str:
         return f"{self._prefix}:{key_id}"
@@ -300,17 +288,6 @@ class RedisKeyStore:
 
     def _now(self) -> str:
         return "" if self._clock is None else repr(self._clock())
-
-    async def _call(self, command: Callable[[], Awaitable[T]]) -> T:
-        """Run one command, mapping Redis's failures to ``StoreUnavailable``."""
-        try:
-            return await command()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailable(
-                f"The key store {self.display_url} is unreachable ({type(exc).__name__}: {str(exc).rstrip('.')})."
-            ) from exc
-        except RedisError as exc:
-            raise StoreUnavailable(f"The key store {self.display_url} failed: {str(exc).rstrip('.')}.") from exc
 
 
 def _optional(value: int | None) -> str:

@@ -4,25 +4,22 @@ The file may be the one that holds stored responses (``--store sqlite:///path``)
 tables are apart from theirs. WAL mode lets every gateway process on the host share it;
 each admission and settlement is one ``BEGIN IMMEDIATE`` transaction, so processes take
 turns and a key's limits hold across them. Keys are kept as their visible id, a salt and
-a digest (``_format``), never whole. Like ``SQLiteResponseStore``, every call runs on one
-worker thread owning the one connection, opened by the same ``connect_sqlite``.
+a digest (``_format``), never whole. Like ``SQLiteResponseStore``, every call runs on a
+``SQLiteFile`` (one worker thread owning one connection).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
-from toolwire.store import StoreUnavailable, connect_sqlite
+from toolwire.store import SQLiteFile, write_transaction
 
 from ._base import KeyIdTaken
 from ._errors import KeyNameTaken
@@ -93,16 +90,14 @@ class SQLiteKeyStore:
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
         self._clock = clock
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolwire-keys")
+        self._file = SQLiteFile(self.path, _SCHEMA, what="key store")
 
     def __repr__(self) -> str:
         return f"SQLiteKeyStore({str(self.path)!r})"
 
     async def create(self, key: ClientKey) -> None:
         def create(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with write_transaction(db):
                 taken = db.execute("SELECT 1 FROM client_keys WHERE name = ? AND revoked_at IS NULL", (key.name,))
                 if taken.fetchone() is not None:
                     raise KeyNameTaken(key.name)
@@ -110,25 +105,25 @@ class SQLiteKeyStore:
                     raise KeyIdTaken(key.id)
                 db.execute(f"INSERT INTO client_keys ({_KEY_COLUMNS}) VALUES ({', '.join('?' * 12)})", _row_of(key))
 
-        await self._run(create)
+        await self._file.run(create)
 
     async def find(self, key_id: str) -> ClientKey | None:
         def find(db: sqlite3.Connection) -> ClientKey | None:
             row = db.execute(f"SELECT {_KEY_COLUMNS} FROM client_keys WHERE id = ?", (key_id,)).fetchone()
             return None if row is None else _key_of(row)
 
-        return await self._run(find)
+        return await self._file.run(find)
 
     async def keys(self) -> list[ClientKey]:
         def keys(db: sqlite3.Connection) -> list[ClientKey]:
             rows = db.execute(f"SELECT {_KEY_COLUMNS} FROM client_keys ORDER BY created_at, id").fetchall()
             return [_key_of(row) for row in rows]
 
-        return await self._run(keys)
+        return await self._file.run(keys)
 
     async def revoke(self, name: str) -> ClientKey | None:
         def revoke(db: sqlite3.Connection) -> ClientKey | None:
-            with _transaction(db):
+            with write_transaction(db):
                 row = db.execute(
                     f"SELECT {_KEY_COLUMNS} FROM client_keys WHERE name = ? AND revoked_at IS NULL", (name,)
                 ).fetchone()
@@ -139,17 +134,17 @@ class SQLiteKeyStore:
                 key = _key_of(row)
                 return ClientKey(key.id, key.name, key.digest, key.limits, key.models, key.created_at, key.expires_at, now)
 
-        return await self._run(revoke)
+        return await self._file.run(revoke)
 
     async def has_keys(self) -> bool:
         def has_keys(db: sqlite3.Connection) -> bool:
             return bool(db.execute("SELECT EXISTS (SELECT 1 FROM client_keys)").fetchone()[0])
 
-        return await self._run(has_keys)
+        return await self._file.run(has_keys)
 
     async def admit(self, key: ClientKey, lease_id: str | None) -> Admitted | Refused:
         def admit(db: sqlite3.Connection) -> Admitted | Refused:
-            with _transaction(db):
+            with write_transaction(db):
                 now = self._clock()
                 db.execute("DELETE FROM client_key_leases WHERE key_id = ? AND expires_at <= ?", (key.id, now))
                 active = db.execute("SELECT count(*) FROM client_key_leases WHERE key_id = ?", (key.id,)).fetchone()[0]
@@ -169,11 +164,11 @@ class SQLiteKeyStore:
                         )
                 return decision
 
-        return await self._run(admit)
+        return await self._file.run(admit)
 
     async def settle(self, key: ClientKey, lease_id: str | None, model: str, usage: TokenUsage) -> None:
         def settle(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with write_transaction(db):
                 now = self._clock()
                 if lease_id is not None:
                     db.execute("DELETE FROM client_key_leases WHERE key_id = ? AND lease_id = ?", (key.id, lease_id))
@@ -197,18 +192,18 @@ class SQLiteKeyStore:
                     (key.id, model, usage.input_tokens, usage.output_tokens, usage.cached_tokens, now),
                 )
 
-        await self._run(settle)
+        await self._file.run(settle)
 
     async def renew(self, leases: Sequence[tuple[str, str]]) -> None:
         def renew(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with write_transaction(db):
                 expires_at = self._clock() + LEASE_SECONDS
                 db.executemany(
                     "UPDATE client_key_leases SET expires_at = ? WHERE key_id = ? AND lease_id = ?",
                     [(expires_at, key_id, lease_id) for key_id, lease_id in leases],
                 )
 
-        await self._run(renew)
+        await self._file.run(renew)
 
     async def usage(self) -> list[UsageRow]:
         def usage(db: sqlite3.Connection) -> list[UsageRow]:
@@ -218,35 +213,10 @@ class SQLiteKeyStore:
             ).fetchall()
             return [UsageRow(*row) for row in rows]
 
-        return await self._run(usage)
+        return await self._file.run(usage)
 
     async def aclose(self) -> None:
-        def close(db: sqlite3.Connection | None) -> None:
-            if db is not None:
-                db.close()
-
-        if self._closed:
-            return
-        self._closed = True
-        connection, self._connection = self._connection, None
-        await asyncio.get_running_loop().run_in_executor(self._worker, close, connection)
-        self._worker.shutdown(wait=True)
-
-    async def _run(self, operation: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            return operation(self._connect())
-
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
-        except sqlite3.ProgrammingError:
-            raise  # our bug, not the store's state
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise StoreUnavailable(f"The key store {self.path} failed: {str(exc).rstrip('.')}.") from exc
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self._connection = connect_sqlite(self.path, _SCHEMA)
-        return self._connection
+        await self._file.aclose()
 
 
 def _row_of(key: ClientKey) -> tuple[Any, ...]:
@@ -299,15 +269,3 @@ def _limit_state(db: sqlite3.Connection, key_id: str, active_leases: int) -> Lim
 
 def _ensure_limits_row(db: sqlite3.Connection, key_id: str) -> None:
     db.execute("INSERT OR IGNORE INTO client_key_limits (key_id) VALUES (?)", (key_id,))
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction, taking the write lock at once (no upgrade deadlocks)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")

@@ -27,23 +27,31 @@ from ._open import (
     open_store,
     sqlite_path,
 )
-from ._sqlite import SQLiteResponseStore, connect_sqlite
+from ._redis_server import DEFAULT_KEY_PREFIX as DEFAULT_REDIS_KEY_PREFIX
+from ._redis_server import RedisServer, redact_url
+from ._sqlite import SQLiteResponseStore
+from ._sqlite_file import SQLiteFile, connect_sqlite, write_transaction
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_REDIS_KEY_PREFIX",
     "DEFAULT_STORE_URL",
     "DEFAULT_TTL_SECONDS",
     "MAX_CHAIN_LENGTH",
     "ItemDict",
     "MemoryResponseStore",
     "PreviousResponseNotFound",
+    "RedisServer",
     "ResponseStore",
+    "SQLiteFile",
     "SQLiteResponseStore",
     "StoreUnavailable",
     "StoredResponse",
     "connect_sqlite",
     "default_sqlite_path",
     "open_store",
+    "redact_url",
     "sqlite_path",
     "with_previous",
+    "write_transaction",
 ]

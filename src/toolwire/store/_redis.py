@@ -20,33 +20,22 @@ client reconnects by itself on the next command once Redis is back.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
-
-import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._base import (
     MAX_CHAIN_LENGTH,
     ItemDict,
     PreviousResponseNotFound,
     StoredResponse,
-    StoreUnavailable,
     check_chain_length,
     conversation_of,
     decode_record,
     encode_record,
 )
+from ._redis_server import DEFAULT_KEY_PREFIX, DEFAULT_SOCKET_TIMEOUT_SECONDS, RedisServer
 
 T = TypeVar("T")
 
-DEFAULT_KEY_PREFIX = "toolwire:"
-DEFAULT_SOCKET_TIMEOUT_SECONDS = 2.0
 
 # A score for "used now": the server's clock in microseconds, but never at or below
 # the highest score already given, so the eviction order is strict.
@@ -128,26 +117,21 @@ class RedisResponseStore:
         key_prefix: str = DEFAULT_KEY_PREFIX,
         socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_SECONDS,
     ) -> None:
-        self.display_url = redact_url(url)
+        self._server = RedisServer(url, what="response store", socket_timeout=socket_timeout)
+        self.display_url = self._server.display_url
+        self._client = self._server.client
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
         self._record_prefix = f"{key_prefix}response:"
         self._index = f"{key_prefix}responses"
-        self._client: redis.Redis = redis.Redis.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=1),
-            decode_responses=False,
-        )
-        self._put_script = self._client.register_script(_PUT)
-        self._chain_script = self._client.register_script(_CHAIN)
+        self._put_script = self._server.script(_PUT)
+        self._chain_script = self._server.script(_CHAIN)
 
     def __repr__(self) -> str:
         return f"RedisResponseStore({self.display_url!r})"
 
     async def put(self, record: StoredResponse) -> None:
-        await self._call(
+        await self._server.call(
             lambda: self._put_script(
                 keys=[self._index, self._record_prefix + record.id],
                 args=[
@@ -162,7 +146,7 @@ class RedisResponseStore:
         )
 
     async def get(self, response_id: str) -> StoredResponse | None:
-        data = await self._call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
+        data = await self._server.call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
         return None if data is None else decode_record(data)
 
     async def delete(self, response_id: str) -> bool:
@@ -172,11 +156,11 @@ class RedisResponseStore:
                 pipe.zrem(self._index, response_id)
                 return await pipe.execute()
 
-        deleted, _ = await self._call(delete)
+        deleted, _ = await self._server.call(delete)
         return bool(deleted)
 
     async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
-        status, missing, *newest_first = await self._call(
+        status, missing, *newest_first = await self._server.call(
             lambda: self._chain_script(
                 keys=[self._index],
                 args=[previous_response_id, self._record_prefix, self._ttl_ms(), MAX_CHAIN_LENGTH],
@@ -189,39 +173,7 @@ class RedisResponseStore:
         return conversation_of([decode_record(data) for data in reversed(newest_first)])
 
     async def aclose(self) -> None:
-        await self._client.aclose()
-
-    async def _call(self, command: Callable[[], Awaitable[T]]) -> T:
-        """Run one command, mapping Redis's failures to ``StoreUnavailable``."""
-        try:
-            return await command()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailable(
-                f"The response store {self.display_url} is unreachable "
-                f"({type(exc).__name__}: {str(exc).rstrip('.')})."
-            ) from exc
-        except RedisError as exc:
-            raise StoreUnavailable(
-                f"The response store {self.display_url} failed: {str(exc).rstrip('.')}."
-            ) from exc
+        await self._server.aclose()
 
     def _ttl_ms(self) -> int:
         return max(1, round(self.ttl_seconds * 1000)) if self.ttl_seconds is not None else 0
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password or query string, fit for messages and logs."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host + (f":{port}" if port is not None else "")
-    if parts.username:
-        netloc = f"{parts.username}:***@{netloc}" if parts.password else f"{parts.username}@{netloc}"
-    elif parts.password:
-        netloc = f":***@{netloc}"
-    return f"{parts.scheme}://{netloc}{parts.path}"

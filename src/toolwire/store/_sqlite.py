@@ -7,21 +7,17 @@ is expired (ignored by reads, deleted on the next write), and beyond ``max_entri
 the least recently used rows are deleted on write. A write or a continuation sets
 ``used_at``, so a conversation still in use keeps its beginning.
 
-The stdlib ``sqlite3`` driver is blocking: every call runs on one worker thread owned
-by the store, which also owns the single connection. The file and its directory are
-created on first use, readable by the owner only (responses hold conversations).
+Every call runs on the store's ``SQLiteFile`` (one worker thread owning one connection).
+The file and its directory are created on first use, readable by the owner only
+(responses hold conversations).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,12 +26,12 @@ from ._base import (
     ItemDict,
     PreviousResponseNotFound,
     StoredResponse,
-    StoreUnavailable,
     check_chain_length,
     conversation_of,
     decode_record,
     encode_record,
 )
+from ._sqlite_file import SQLiteFile, write_transaction
 
 T = TypeVar("T")
 
@@ -63,9 +59,6 @@ WITH RECURSIVE chain (depth, id, previous_response_id, record) AS (
 SELECT id, previous_response_id, record FROM chain ORDER BY depth
 """
 
-_BUSY_TIMEOUT_SECONDS = 10.0
-_OPENING = threading.Lock()
-
 
 class SQLiteResponseStore:
     """A ``ResponseStore`` in the SQLite file at ``path`` (created on first use).
@@ -86,9 +79,7 @@ class SQLiteResponseStore:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
         self._clock = clock
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolwire-sqlite")
+        self._file = SQLiteFile(self.path, _SCHEMA, what="response store")
 
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
@@ -97,7 +88,7 @@ class SQLiteResponseStore:
         data = encode_record(record)
 
         def put(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with write_transaction(db):
                 now = self._now(db)
                 db.execute(
                     "INSERT OR REPLACE INTO responses (id, previous_response_id, used_at, record) VALUES (?, ?, ?, ?)",
@@ -112,7 +103,7 @@ class SQLiteResponseStore:
                         (self.max_entries,),
                     )
 
-        await self._run(put)
+        await self._file.run(put)
 
     async def get(self, response_id: str) -> StoredResponse | None:
         def get(db: sqlite3.Connection) -> bytes | None:
@@ -122,19 +113,19 @@ class SQLiteResponseStore:
             ).fetchone()
             return None if row is None else bytes(row[0])
 
-        data = await self._run(get)
+        data = await self._file.run(get)
         return None if data is None else decode_record(data)
 
     async def delete(self, response_id: str) -> bool:
         def delete(db: sqlite3.Connection) -> bool:
-            with _transaction(db):
+            with write_transaction(db):
                 return db.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
 
-        return await self._run(delete)
+        return await self._file.run(delete)
 
     async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
         def chain(db: sqlite3.Connection) -> list[bytes]:
-            with _transaction(db):
+            with write_transaction(db):
                 now = self._now(db)
                 rows = db.execute(
                     _CHAIN,
@@ -153,39 +144,11 @@ class SQLiteResponseStore:
                 )
                 return [bytes(row[2]) for row in rows]
 
-        newest_first = await self._run(chain)
+        newest_first = await self._file.run(chain)
         return conversation_of([decode_record(data) for data in reversed(newest_first)])
 
     async def aclose(self) -> None:
-        def close(db: sqlite3.Connection | None) -> None:
-            if db is not None:
-                db.close()
-
-        if self._closed:
-            return
-        self._closed = True
-        connection, self._connection = self._connection, None
-        await asyncio.get_running_loop().run_in_executor(self._worker, close, connection)
-        self._worker.shutdown(wait=True)
-
-    async def _run(self, operation: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            return operation(self._connect())
-
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
-        except sqlite3.ProgrammingError:
-            raise  # our bug, not the store's state
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise StoreUnavailable(
-                f"The response store {self.path} failed: {str(exc).rstrip('.')}."
-            ) from exc
-
-    def _connect(self) -> sqlite3.Connection:
-        """The connection (on the worker thread), opening the file on first use."""
-        if self._connection is None:
-            self._connection = connect_sqlite(self.path, _SCHEMA)
-        return self._connection
+        await self._file.aclose()
 
     def _now(self, db: sqlite3.Connection) -> float:
         """The clock, but never before the latest use: the eviction order is strict."""
@@ -195,42 +158,3 @@ class SQLiteResponseStore:
 
     def _oldest_live(self, now: float) -> float:
         return now - self.ttl_seconds if self.ttl_seconds is not None else float("-inf")
-
-
-def connect_sqlite(path: Path, schema: str) -> sqlite3.Connection:
-    """A connection to the SQLite file at ``path``, in WAL mode, with ``schema`` applied;
-    the file and its directory are created readable by their owner only.
-
-    Several stores may share one file (stored responses and client keys do), each with a
-    connection of its own in the same process. So the file is never opened here once it
-    exists: closing any descriptor of a file drops every POSIX lock the process holds on
-    it, SQLite's included, and another process would then take itself for the file's last
-    user and reset the write-ahead log under the live connections, whose later writes
-    nobody else would see. Creating and connecting hold one lock, so two stores of a
-    process opening the same new file cannot interleave.
-    """
-    with _OPENING:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-        db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
-        try:
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(schema)
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction, taking the write lock at once (no upgrade deadlocks)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
