@@ -15,8 +15,8 @@ from hypothesis import settings
 settings.register_profile("toolwire", deadline=None)
 settings.load_profile("toolwire")
 
-from tests.support.chat_upstream import ChatUpstream
-from tests.support.gateway import GatewayProcess
+from tests.support.chat_upstream import ChatUpstream  # noqa: E402 (after the profile)
+from tests.support.gateway import GatewayProcess  # noqa: E402
 
 
 @pytest.fixture(scope="session")
