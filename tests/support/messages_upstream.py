@@ -168,8 +168,11 @@ def sign(thinking: str) -> str:
     return hmac.new(_SECRET, thinking.encode(), hashlib.sha256).hexdigest()
 
 
-def rule_violations(body: Any, headers: Mapping[str, str], *, auth: str = "x-api-key") -> list[str]:
-    """Every rule of the Messages API that the request breaks (empty: it is valid)."""
+def rule_violations(
+    body: Any, headers: Mapping[str, str], *, auth: str = "x-api-key", max_temperature: float = 1.0
+) -> list[str]:
+    """Every rule of the Messages API that the request breaks (empty: it is valid).
+    ``max_temperature``: Anthropic's is 1 (DeepSeek's endpoint takes up to 2)."""
     found: list[str] = []
     if auth == "x-api-key" and not headers.get("x-api-key"):
         found.append("x-api-key header: required")
@@ -194,8 +197,8 @@ def rule_violations(body: Any, headers: Mapping[str, str], *, auth: str = "x-api
         if "temperature" in body:
             found.append("temperature: may not be set while thinking is enabled")
     temperature = body.get("temperature")
-    if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= 1):
-        found.append("temperature: must be between 0 and 1")
+    if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= max_temperature):
+        found.append(f"temperature: must be between 0 and {max_temperature:g}")
     found += _tool_violations(body, thinking_on)
     found += _message_violations(body.get("messages"), thinking_on)
     found += _system_violations(body.get("system"))
