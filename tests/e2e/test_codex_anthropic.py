@@ -36,6 +36,7 @@ from tests.support.messages_upstream import (
     Reply,
     Responder,
     Said,
+    Search,
     Thinking,
     Use,
     sign,
@@ -292,6 +293,19 @@ def test_thinking_goes_back_unchanged_with_its_signature(
     assert content[1] == {"type": "redacted_thinking", "data": Redacted().data}
     assert content[2]["type"] == "tool_use"
     assert follow_up["thinking"]["type"] == "enabled"
+
+
+def test_live_web_search_runs_on_the_backend(
+    anthropic_gateway: GatewayProcess, messages_upstream: MessagesUpstream, tmp_path: Path
+) -> None:
+    """With ``web_search = "live"`` Codex declares a hosted web search; the anthropic preset
+    runs it as Anthropic's server tool, and Codex shows the search it made."""
+    messages_upstream.enqueue(Answer([Search("toolwire gateway", ["https://example.org/toolwire"]), Said(FINAL)]))
+    result = codex(anthropic_gateway, V1, tmp_path, prompt="Search the web.", extra_config='web_search = "live"')
+    assert result.returncode == 0 and result.last_message == FINAL, report(result, messages_upstream)
+    [request] = messages_upstream.message_requests
+    assert {"type": "web_search_20250305", "name": "web_search"} in request["tools"]
+    assert "web search: toolwire gateway" in result.stderr
 
 
 @pytest.mark.parametrize("status", [500, 529])
