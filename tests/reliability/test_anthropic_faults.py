@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import orjson
@@ -227,3 +227,18 @@ def test_the_gateway_is_healthy_after_every_fault(faulty: GatewayProcess, messag
     messages_upstream.enqueue(Answer([Said("fine again")]))
     assert output_text(terminal(stream(faulty, BODY))["response"]) == "fine again"
     assert httpx.get(faulty.url + "/readyz", timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize(("preset", "auth"), [("anthropic", "x-api-key"), ("glm-anthropic", "bearer")])
+def test_the_key_goes_where_the_preset_says(
+    start_gateway: StartGateway, messages_upstream: MessagesUpstream, preset: str, auth: Literal["x-api-key", "bearer"]
+) -> None:
+    """x-api-key for Anthropic (and never a bearer token beside it); a bearer token only for
+    a vendor that documents one. The upstream answers 400 to the other."""
+    messages_upstream.auth = auth
+    gateway = start_gateway(messages_upstream.base_url, "--preset", preset)
+    messages_upstream.enqueue(Answer([Said("authorized")]))
+    assert output_text(terminal(stream(gateway, BODY))["response"]) == "authorized"
+    [sent] = messages_upstream.requests
+    assert sent.headers["anthropic-version"] == "2023-06-01"
+    assert ("x-api-key" in sent.headers) is (auth == "x-api-key")
