@@ -1,4 +1,5 @@
-"""Shared fixtures: one scripted Chat upstream and one real gateway process per session.
+"""Shared fixtures: one scripted Chat upstream, one scripted Messages API, and a real
+gateway process in front of each, per session.
 
 Each test gets the upstream reset (empty script, nothing recorded, OpenAI style), so
 tests stay independent while the processes are started once.
@@ -13,6 +14,7 @@ from hypothesis import settings
 
 from tests.support.chat_upstream import ChatUpstream
 from tests.support.gateway import GatewayProcess
+from tests.support.messages_upstream import MessagesUpstream
 
 # No time limit per example: a deadline is a timing assertion, and this machine is shared.
 settings.register_profile("toolwire", deadline=None)
@@ -38,4 +40,33 @@ def upstream(_session_upstream: ChatUpstream) -> Iterator[ChatUpstream]:
 def gateway(_session_upstream: ChatUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     log_path = tmp_path_factory.mktemp("gateway") / "gateway.log"
     with GatewayProcess(_session_upstream.base_url, log_path, "--upstream-retries", "2") as process:
+        yield process
+
+
+# ---------------------------------------------------------------- an Anthropic Messages backend
+
+
+@pytest.fixture(scope="session")
+def _session_messages_upstream() -> Iterator[MessagesUpstream]:
+    with MessagesUpstream() as upstream:
+        yield upstream
+
+
+@pytest.fixture
+def messages_upstream(_session_messages_upstream: MessagesUpstream) -> Iterator[MessagesUpstream]:
+    """The scripted Messages API, reset (x-api-key auth, empty script) for each test."""
+    _session_messages_upstream.reset()
+    yield _session_messages_upstream
+    _session_messages_upstream.reset()
+
+
+@pytest.fixture(scope="session")
+def anthropic_gateway(
+    _session_messages_upstream: MessagesUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    """A gateway whose default upstream is the scripted Messages API (kind anthropic)."""
+    log_path = tmp_path_factory.mktemp("anthropic-gateway") / "gateway.log"
+    with GatewayProcess(
+        _session_messages_upstream.base_url, log_path, "--preset", "anthropic", "--upstream-retries", "2"
+    ) as process:
         yield process

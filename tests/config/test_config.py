@@ -82,3 +82,40 @@ def test_upstream_shortcuts() -> None:
     assert url.base_url == "http://10.0.0.5:8000/v1" and url.preset == "vllm"
     with pytest.raises(ValueError, match=r"one of"):
         upstream_from_flag("olama")
+
+
+ANTHROPIC_EXAMPLE = """\
+[[upstreams]]
+name = "claude"
+kind = "anthropic"
+base_url = "https://api.anthropic.com"
+api_key_env = "ANTHROPIC_API_KEY"
+preset = "anthropic"
+"""
+
+
+def test_an_anthropic_upstream_loads_with_its_presets() -> None:
+    assert parse_config(ANTHROPIC_EXAMPLE).upstream("claude").kind == "anthropic"
+    for preset in ("deepseek-anthropic", "kimi-anthropic", "glm-anthropic", "minimax-anthropic", "generic"):
+        parse_config(ANTHROPIC_EXAMPLE.replace('preset = "anthropic"', f'preset = "{preset}"'))
+
+
+def test_a_chat_preset_is_no_anthropic_preset() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config(ANTHROPIC_EXAMPLE.replace('preset = "anthropic"', 'preset = "deepseek"'))
+    assert "unknown preset 'deepseek' for kind 'anthropic'" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("flag", "preset", "kind", "base_url", "key"),
+    [
+        ("anthropic", None, "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+        ("glm-anthropic", None, "anthropic", "https://open.bigmodel.cn/api/anthropic", "ZHIPUAI_API_KEY"),
+        ("http://127.0.0.1:9000", "minimax-anthropic", "anthropic", "http://127.0.0.1:9000", None),
+        ("http://127.0.0.1:9000", "deepseek", "chat", "http://127.0.0.1:9000", None),
+        ("http://127.0.0.1:9000", "generic", "chat", "http://127.0.0.1:9000", None),
+    ],
+)
+def test_upstream_flag_kinds(flag: str, preset: str | None, kind: str, base_url: str, key: str | None) -> None:
+    upstream = upstream_from_flag(flag, preset=preset)
+    assert (upstream.kind, upstream.base_url, upstream.api_key_env) == (kind, base_url, key)

@@ -16,16 +16,21 @@ import pytest
 import toolwire.translate
 from toolwire.translate import (
     GENERIC,
+    MESSAGES_PRESETS,
     AnswerTranslator,
     ChatStreamTranslator,
+    MessagesStreamTranslator,
     ResponsesStreamRestorer,
     downgrade_request,
+    translate_messages_request,
     translate_request,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSLATE_ALL = [
+    "ANTHROPIC_VERSION",
     "GENERIC",
+    "MESSAGES_PRESETS",
     "PRESETS",
     "AnswerTranslator",
     "BackendProfile",
@@ -33,6 +38,8 @@ TRANSLATE_ALL = [
     "DowngradedRequest",
     "DowngradedTool",
     "DowngradedToolTable",
+    "MessagesProfile",
+    "MessagesStreamTranslator",
     "RecoveredInput",
     "ResponsesCapabilities",
     "ResponsesEventWriter",
@@ -41,6 +48,7 @@ TRANSLATE_ALL = [
     "StreamOutcome",
     "StreamState",
     "ToolCallText",
+    "TranslatedMessages",
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
@@ -49,9 +57,11 @@ TRANSLATE_ALL = [
     "downgrade_request",
     "flat_name",
     "open_reasoning",
+    "open_reasoning_blocks",
     "recover_custom_input",
     "seal_reasoning",
     "translate_completion",
+    "translate_messages_request",
     "translate_request",
     "upstream_call_id",
 ]
@@ -107,16 +117,41 @@ REQUIRED = inspect.Parameter.empty
                 ("model", KEYWORD, None),
             ],
         ),
+        (
+            translate_messages_request,
+            [
+                ("request", POSITIONAL, REQUIRED),
+                ("profile", POSITIONAL, MESSAGES_PRESETS["anthropic"]),
+                ("model", KEYWORD, None),
+            ],
+        ),
+        (
+            MessagesStreamTranslator,
+            [
+                ("request", POSITIONAL, REQUIRED),
+                ("tools", POSITIONAL, REQUIRED),
+                ("response_id", KEYWORD, REQUIRED),
+                ("created_at", KEYWORD, REQUIRED),
+                ("model", KEYWORD, REQUIRED),
+            ],
+        ),
     ],
-    ids=["translate_request", "ChatStreamTranslator", "downgrade_request", "ResponsesStreamRestorer"],
+    ids=[
+        "translate_request",
+        "ChatStreamTranslator",
+        "downgrade_request",
+        "ResponsesStreamRestorer",
+        "translate_messages_request",
+        "MessagesStreamTranslator",
+    ],
 )
 def test_call_signatures_are_kept(function: Any, parameters: list[tuple[str, Any, Any]]) -> None:
     found = [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
     assert found == parameters
 
 
-@pytest.mark.parametrize("machine", [ChatStreamTranslator, ResponsesStreamRestorer])
-def test_both_machines_are_answer_translators(machine: type) -> None:
+@pytest.mark.parametrize("machine", [ChatStreamTranslator, ResponsesStreamRestorer, MessagesStreamTranslator])
+def test_every_machine_is_an_answer_translator(machine: type) -> None:
     wanted = {
         name
         for name, member in vars(AnswerTranslator).items()

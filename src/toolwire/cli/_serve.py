@@ -40,8 +40,10 @@ def serve(
         str | None,
         typer.Option(
             help="The backend: a Chat Completions base URL (http://127.0.0.1:11434/v1), a shortcut "
-            "(ollama, vllm, llama.cpp, lmstudio, openai, deepseek, openrouter, dashscope, moonshot, zhipu), "
-            "or 'mock' for the built-in scripted model. Becomes the default upstream."
+            "(ollama, vllm, llama.cpp, lmstudio, openai, deepseek, openrouter, dashscope, moonshot, zhipu; "
+            "Anthropic Messages APIs: anthropic, deepseek-anthropic, kimi-anthropic, glm-anthropic, "
+            "minimax-anthropic), or 'mock' for the built-in scripted model. A URL with --preset of "
+            "another kind (--preset anthropic) is that kind. Becomes the default upstream."
         ),
     ] = None,
     config: Annotated[Path | None, typer.Option(help="A toolwire.toml file; flags override it.")] = None,
@@ -50,7 +52,7 @@ def serve(
     upstream_key_env: Annotated[
         str | None, typer.Option(help="Name of the environment variable holding the upstream API key.")
     ] = None,
-    preset: Annotated[str | None, typer.Option(help="Backend quirks preset for --upstream (deepseek, ollama, ...).")] = None,
+    preset: Annotated[str | None, typer.Option(help="Backend quirks preset for --upstream (deepseek, ollama, anthropic, ...).")] = None,
     model: Annotated[str | None, typer.Option(help="Send this model name to the --upstream instead of the client's.")] = None,
     api_key_env: Annotated[
         str | None,

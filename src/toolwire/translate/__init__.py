@@ -9,6 +9,10 @@ No I/O here: requests in, requests out; backend answers in, Responses events out
 * ``responses``: a Responses backend that lacks newer tool features.
   ``downgrade_request`` rewrites what its ``ResponsesCapabilities`` lack;
   ``ResponsesStreamRestorer`` restores its answer to the types the client declared.
+* ``anthropic``: an Anthropic Messages backend (Claude, and the Anthropic-compatible
+  endpoints of other vendors). ``translate_messages_request`` turns a Responses request
+  into a Messages request for a ``MessagesProfile`` (``MESSAGES_PRESETS``);
+  ``MessagesStreamTranslator`` turns its stream events (or whole Message) back.
 
 What both wires share lives beside them, once: ``ResponsesEventWriter`` (``writer``),
 the one writer of Responses stream events, and ``decide_stream_end`` (``stream_end``),
@@ -24,6 +28,14 @@ fields a Response repeats).
 Import from here: the submodules are private to this package.
 """
 
+from .anthropic import (
+    ANTHROPIC_VERSION,
+    MESSAGES_PRESETS,
+    MessagesProfile,
+    MessagesStreamTranslator,
+    TranslatedMessages,
+    translate_messages_request,
+)
 from .chat import (
     GENERIC,
     PRESETS,
@@ -36,7 +48,7 @@ from .chat import (
     translate_request,
 )
 from .custom_input import RecoveredInput, recover_custom_input
-from .reasoning import open_reasoning, seal_reasoning
+from .reasoning import open_reasoning, open_reasoning_blocks, seal_reasoning
 from .responses import (
     DowngradedRequest,
     DowngradedTool,
@@ -51,7 +63,9 @@ from .translator import AnswerTranslator
 from .writer import ResponsesEventWriter, StreamState
 
 __all__ = [
+    "ANTHROPIC_VERSION",
     "GENERIC",
+    "MESSAGES_PRESETS",
     "PRESETS",
     "AnswerTranslator",
     "BackendProfile",
@@ -59,6 +73,8 @@ __all__ = [
     "DowngradedRequest",
     "DowngradedTool",
     "DowngradedToolTable",
+    "MessagesProfile",
+    "MessagesStreamTranslator",
     "RecoveredInput",
     "ResponsesCapabilities",
     "ResponsesEventWriter",
@@ -67,6 +83,7 @@ __all__ = [
     "StreamOutcome",
     "StreamState",
     "ToolCallText",
+    "TranslatedMessages",
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
@@ -75,9 +92,11 @@ __all__ = [
     "downgrade_request",
     "flat_name",
     "open_reasoning",
+    "open_reasoning_blocks",
     "recover_custom_input",
     "seal_reasoning",
     "translate_completion",
+    "translate_messages_request",
     "translate_request",
     "upstream_call_id",
 ]

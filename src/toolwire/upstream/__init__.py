@@ -1,7 +1,7 @@
 """Backends behind one seam, ``Backend``, and the registry of their kinds.
 
 Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds``:
-``chat``, ``responses``, ``mock``): it translates a request for its wire
+``chat``, ``responses``, ``anthropic``, ``mock``): it translates a request for its wire
 (``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
@@ -24,7 +24,7 @@ __all__ = [
     "Proxy",
     "RetryPolicy",
     "StreamBatches",
-        "UpstreamCall",
+    "UpstreamCall",
     "backend_kind",
     "proxy_for",
 ]

@@ -1,8 +1,9 @@
 """HTTP to a backend: one pooled connection set per endpoint, retries, SSE reading, errors.
 
 ``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp)
-and no other state between requests (no cookies), ``Authorization: Bearer`` with the
-upstream key, a forward proxy when one is given (``_proxy.proxy_for``), a failed
+and no other state between requests (no cookies), the upstream key in the header its
+wire expects (``Authorization: Bearer``, or ``x-api-key`` for Anthropic's Messages API)
+beside the wire's own headers, a forward proxy when one is given (``_proxy.proxy_for``), a failed
 connect or a 5xx retried with bounded backoff before anything streamed, and the
 upstream's own error status and message kept. ``SSEBatches`` reads a streamed body.
 Foreign exceptions (aiohttp, asyncio timeouts) become ``UpstreamError`` here and
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import orjson
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from ._kind import BackendSetup
 
 JSON = dict[str, Any]
+KeyHeader = Literal["bearer", "x-api-key"]
+"""Where the upstream key goes: ``Authorization: Bearer KEY`` or ``x-api-key: KEY``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,12 @@ class HttpEndpoint:
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
         proxy: Proxy | None = None,
+        key_header: KeyHeader = "bearer",
+        headers: Mapping[str, str] | None = None,
+        check_path: str = "/models",
     ) -> None:
+        """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
+        ``check`` GETs under ``base_url``."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
         self._where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
@@ -71,8 +79,12 @@ class HttpEndpoint:
         self.read_timeout = timeout
         self._url = self.base_url + path
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
-        if api_key:
+        self._headers.update(headers or {})
+        if api_key and key_header == "x-api-key":
+            self._headers["x-api-key"] = api_key
+        elif api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._check_url = self.base_url + check_path
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
         self._check_timeout = aiohttp.ClientTimeout(total=check_timeout)
         self._retry = retry or RetryPolicy()
@@ -166,10 +178,11 @@ class HttpEndpoint:
             response.close()
 
     async def check(self) -> None:
-        """Raise ``UpstreamError`` unless ``GET {base_url}/models`` answers within a few seconds."""
+        """Raise ``UpstreamError`` unless ``GET {base_url}{check_path}`` answers within a few
+        seconds (any status: the server is there)."""
         try:
             async with self._client().get(
-                self.base_url + "/models", headers=self._headers, timeout=self._check_timeout, **self._via
+                self._check_url, headers=self._headers, timeout=self._check_timeout, **self._via
             ) as response:
                 await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -190,9 +203,17 @@ class HttpBackend:
         await self._endpoint.aclose()
 
 
-def endpoint_for(upstream: UpstreamConfig, setup: BackendSetup, path: str) -> HttpEndpoint:
+def endpoint_for(
+    upstream: UpstreamConfig,
+    setup: BackendSetup,
+    path: str,
+    *,
+    key_header: KeyHeader = "bearer",
+    headers: Mapping[str, str] | None = None,
+    check_path: str = "/models",
+) -> HttpEndpoint:
     """The endpoint at ``path`` of a configured upstream, its key and proxy read from the
-    environment now."""
+    environment now; the wire's key header, own headers and check path as given."""
     assert upstream.base_url is not None
     environ = setup.environ
     return HttpEndpoint(
@@ -202,6 +223,9 @@ def endpoint_for(upstream: UpstreamConfig, setup: BackendSetup, path: str) -> Ht
         timeout=setup.server.upstream_timeout,
         retry=RetryPolicy(attempts=setup.server.upstream_retries),
         proxy=proxy_for(upstream.base_url, environ),
+        key_header=key_header,
+        headers=headers,
+        check_path=check_path,
     )
 
 
@@ -333,7 +357,8 @@ def _client_status(upstream_status: int) -> int:
 
 
 def _error_fields(raw: bytes) -> tuple[str, str | None, str | None, str | None]:
-    """message, type, code and param from the usual error bodies (OpenAI, vLLM, Ollama)."""
+    """message, type, code and param from the usual error bodies (OpenAI, vLLM, Ollama, and
+    Anthropic's ``{"type": "error", "error": {"type", "message"}}``)."""
     try:
         body: Any = orjson.loads(raw)
     except orjson.JSONDecodeError:

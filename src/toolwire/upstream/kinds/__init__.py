@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._kind import BackendKind
+from .anthropic import ANTHROPIC
 from .chat import CHAT
 from .mock import MOCK
 from .responses import RESPONSES
 
-KINDS: Mapping[str, BackendKind] = {kind.name: kind for kind in (CHAT, RESPONSES, MOCK)}
+KINDS: Mapping[str, BackendKind] = {kind.name: kind for kind in (CHAT, RESPONSES, ANTHROPIC, MOCK)}
 
 
 def backend_kind(name: str) -> BackendKind:
