@@ -43,7 +43,7 @@ def test_the_documented_example_loads() -> None:
     [
         (("port = 8787", "port = 99999"), "toolwire.toml:3: server.port:"),
         (("port = 8787", "prot = 8787"), "toolwire.toml:3: server.prot: Extra inputs are not permitted"),
-        (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind: unknown kind 'chatty' (known: chat, responses, mock)"),
+        (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind: unknown kind 'chatty' (known: chat, responses, anthropic, mock)"),
         (('kind = "chat"', 'kind = "responses"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepseek' for kind 'responses'"),
         (('preset = "deepseek"', 'preset = "deepsea"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepsea'"),
         (('upstream = "deepseek"', 'upstream = "nowhere"'), "toolwire.toml:19: models[0].upstream: unknown upstream 'nowhere'"),

@@ -21,7 +21,8 @@ from tests.support.text_calls import STYLES, family_of, written
 from toolwire.protocol import parse_request
 from toolwire.tools import ToolCatalog
 from toolwire.translate import UpstreamToolTable
-from toolwire.translate.chat._chunks import CallFragment, Text
+from toolwire.translate._calls import CallFragment
+from toolwire.translate.chat._chunks import Text
 from toolwire.translate.chat.text_calls import (
     FAMILIES,
     TextCallRecognizer,

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from toolwire.errors import RequestError
 from toolwire.protocol import ContentPart, InputFile, InputImage, InputText, OutputText, Refusal
 
-from ..chat._notes import Notes
+from .._notes import Notes
 from .profile import MessagesProfile
 
 JSON = dict[str, Any]

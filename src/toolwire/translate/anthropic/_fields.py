@@ -20,7 +20,7 @@ from typing import Any
 from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest
 
-from ..chat._notes import Notes
+from .._notes import Notes
 from .profile import MessagesProfile
 
 JSON = dict[str, Any]

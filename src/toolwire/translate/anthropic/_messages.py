@@ -45,8 +45,8 @@ from toolwire.protocol import (
     WebSearchCallItem,
 )
 
+from .._notes import Notes
 from .._tools import join_paragraphs, loaded_tools_listing
-from ..chat._notes import Notes
 from ..reasoning import open_reasoning_blocks
 from ..tool_table import UpstreamToolTable, upstream_call_id
 from ._content import text_block, texts, tool_result_content, user_blocks

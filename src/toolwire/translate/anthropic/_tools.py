@@ -24,13 +24,13 @@ from toolwire.errors import RequestError
 from toolwire.protocol import CustomTool, FunctionTool, HostedTool, ToolSearchTool
 from toolwire.tools import ToolCatalog, ToolName
 
+from .._notes import Notes
 from .._tools import (
     custom_tool_description,
     is_model_callable,
     join_paragraphs,
     raw_input_parameters,
 )
-from ..chat._notes import Notes
 from ..tool_table import UpstreamTool, UpstreamToolTable
 from .profile import MessagesProfile
 

@@ -27,7 +27,7 @@ from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest
 from toolwire.tools import ConfigurationError, ToolCatalog
 
-from ..chat._notes import Notes
+from .._notes import Notes
 from ..tool_table import UpstreamToolTable
 from ._content import text_block
 from ._fields import add_generation_fields, thinking_budget

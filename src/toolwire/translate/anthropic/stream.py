@@ -37,8 +37,8 @@ import orjson
 from toolwire.protocol import ResponsesRequest, StreamEvent
 from toolwire.tools import ToolKind
 
-from ..chat._calls import CLOSED, CallReader, ItemStatus, OpenCall, call_item
-from ..chat._chunks import upstream_failure
+from .._calls import CLOSED, CallReader, ItemStatus, OpenCall, call_item
+from .._failures import upstream_failure
 from ..reasoning import seal_reasoning
 from ..stream_end import StreamOutcome, decide_stream_end
 from ..tool_table import UpstreamToolTable

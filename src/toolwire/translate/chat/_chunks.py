@@ -13,24 +13,18 @@ frozen dataclasses only because building a frozen one costs two to four times as
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import orjson
 
+from .._calls import CallFragment
+
 JSON = dict[str, Any]
 
 # How backends word a context overflow: OpenAI/vLLM/DeepSeek "maximum context length",
 # llama.cpp "exceeds the available context size", others "too many tokens", "prompt is too long".
-_CONTEXT_LENGTH = re.compile(
-    r"context[ _-]?(length|window|size)|maximum context|too many tokens"
-    r"|(prompt|input) is too long|maximum (input|prompt) length",
-    re.IGNORECASE,
-)
-
-
 @dataclass(slots=True)
 class _Said:
     """A piece of what the model said."""
@@ -48,17 +42,6 @@ class Text(_Said):
 
 class Refusal(_Said):
     __slots__ = ()
-
-
-@dataclass(slots=True)
-class CallFragment:
-    """One ``tool_calls[]`` delta entry (or a whole call, Ollama style)."""
-
-    index: int | None
-    upstream_id: str | None
-    name: str | None
-    arguments: str
-    native_input: str | None = None  # a native custom call's raw input (OpenAI ``custom``)
 
 
 @dataclass(slots=True)
@@ -156,25 +139,6 @@ def completion_chunks(completion: JSON) -> list[JSON]:
     if isinstance(completion.get("usage"), dict):
         chunk["usage"] = completion["usage"]
     return [chunk] if "choices" in chunk or "usage" in chunk else []
-
-
-def upstream_failure(chunk: JSON) -> tuple[str, str] | None:
-    """``(message, code)`` for an in-stream error object (nested, or vLLM's older flat form)."""
-    error = chunk.get("error")
-    if not error and chunk.get("object") == "error":
-        error = chunk
-    if not error:
-        return None
-    message = "The upstream reported an error."
-    upstream_code: Any = None
-    if isinstance(error, dict):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        upstream_code = error.get("code")
-    elif isinstance(error, str):
-        message = error
-    context = upstream_code == "context_length_exceeded" or _CONTEXT_LENGTH.search(message)
-    return message, "context_length_exceeded" if context else "server_error"
 
 
 def map_usage(usage: JSON | None) -> JSON | None:

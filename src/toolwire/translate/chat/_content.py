@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 from toolwire.errors import RequestError
 from toolwire.protocol import ContentPart, InputFile, InputImage, InputText, OutputText, Refusal
 
+from .._notes import Notes
 from .._tools import join_paragraphs
-from ._notes import Notes
 
 _IMAGE_DETAILS = frozenset({"low", "high", "auto"})
 # Parts are told apart by their exact class (``type(part) is InputText``), the classes

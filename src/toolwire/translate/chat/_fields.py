@@ -13,7 +13,7 @@ from typing import Any, cast
 from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
 
-from ._notes import Notes
+from .._notes import Notes
 from .profile import BackendProfile
 
 _TRANSLATED_FIELDS = frozenset(

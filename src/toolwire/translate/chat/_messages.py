@@ -39,6 +39,7 @@ from toolwire.protocol import (
     ToolSearchOutputItem,
 )
 
+from .._notes import Notes
 from .._tools import (
     join_paragraphs,
     loaded_tools_listing,
@@ -48,7 +49,6 @@ from .._tools import (
 from ..reasoning import open_reasoning
 from ..tool_table import UpstreamToolTable, upstream_call_id
 from ._content import assistant_text, image_part, merge_user_content, system_text, user_content
-from ._notes import Notes
 from .profile import BackendProfile
 
 _OutputItem = FunctionCallOutputItem | CustomToolCallOutputItem | ToolSearchOutputItem

@@ -21,6 +21,7 @@ from toolwire.errors import RequestError
 from toolwire.protocol import ChatTool, CustomTool, FunctionTool, ToolSearchTool
 from toolwire.tools import ToolCatalog, ToolName
 
+from .._notes import Notes
 from .._tools import (
     custom_tool_description,
     is_model_callable,
@@ -28,7 +29,6 @@ from .._tools import (
     raw_input_parameters,
 )
 from ..tool_table import UpstreamTool, UpstreamToolTable
-from ._notes import Notes
 
 
 @dataclass(frozen=True, slots=True)

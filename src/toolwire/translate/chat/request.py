@@ -25,10 +25,10 @@ from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
 from toolwire.tools import ConfigurationError, ToolCatalog
 
+from .._notes import Notes
 from ..tool_table import UpstreamToolTable
 from ._fields import add_generation_fields
 from ._messages import MessageBuilder
-from ._notes import Notes
 from ._tools import DeclaredTools, chat_tools_for, resolve_tool_choice
 from .profile import GENERIC, BackendProfile
 

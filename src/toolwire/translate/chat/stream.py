@@ -45,14 +45,23 @@ from typing import Any, Literal
 from toolwire.protocol import ResponsesRequest, StreamEvent
 from toolwire.tools import ToolKind
 
+from .._calls import (
+    CLOSED,
+    LIVE,
+    WAITING,
+    CallFragment,
+    CallReader,
+    ItemStatus,
+    OpenCall,
+    call_item,
+)
+from .._failures import upstream_failure
 from ..reasoning import seal_reasoning
 from ..stream_end import StreamOutcome, decide_stream_end
 from ..tool_table import UpstreamToolTable
 from ..translator import WrittenAnswer
 from ..writer import ResponsesEventWriter, StreamState
-from ._calls import CLOSED, LIVE, WAITING, CallReader, ItemStatus, OpenCall, call_item
 from ._chunks import (
-    CallFragment,
     Finish,
     Reasoning,
     Refusal,
@@ -66,7 +75,6 @@ from ._chunks import (
     first_choice,
     map_usage,
     reasoning_text,
-    upstream_failure,
 )
 from .text_calls import TextCallRecognizer, families_for, offered_tools
 

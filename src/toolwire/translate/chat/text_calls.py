@@ -31,8 +31,9 @@ from typing import Literal, get_args
 
 from toolwire.protocol import CustomTool, FunctionTool, ToolSearchTool
 
+from .._calls import CallFragment
 from ..tool_table import UpstreamToolTable
-from ._chunks import CallFragment, Text
+from ._chunks import Text
 from ._text_call_formats import (
     JSON,
     OPENERS,

@@ -1,4 +1,7 @@
-"""A tool call of a Chat stream, from its first fragment to the item the client gets.
+"""A tool call of a backend's stream, from its first fragment to the item the client gets.
+
+A fragment (``CallFragment``) is what one delta of a stream says about one call: a Chat
+``tool_calls[]`` entry, or an Anthropic ``tool_use`` block's start and its JSON deltas.
 
 ``OpenCall`` gathers a call's fragments; its ``CallState`` says whether it waits (no name
 yet, or another item is open), streams, or is done. When it goes live, ``CallReader``
@@ -21,13 +24,23 @@ from typing import Any, Literal
 from toolwire.protocol import FunctionTool
 from toolwire.tools import ToolKind
 
-from .._json_repair import json_or_none, repair_json
-from .._tools import name_fields, wrap_raw_input
-from ..custom_input import recover_custom_input
-from ..tool_table import UpstreamTool, UpstreamToolTable
-from ._chunks import CallFragment
+from ._json_repair import json_or_none, repair_json
+from ._tools import name_fields, wrap_raw_input
+from .custom_input import recover_custom_input
+from .tool_table import UpstreamTool, UpstreamToolTable
 
 JSON = dict[str, Any]
+
+
+@dataclass(slots=True)
+class CallFragment:
+    """One ``tool_calls[]`` delta entry (or a whole call, Ollama style)."""
+
+    index: int | None
+    upstream_id: str | None
+    name: str | None
+    arguments: str
+    native_input: str | None = None  # a native custom call's raw input (OpenAI ``custom``)
 ItemStatus = Literal["completed", "incomplete"]
 
 _SAFE_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
