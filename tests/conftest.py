@@ -1,5 +1,6 @@
 """Shared fixtures: one scripted Chat upstream and one real gateway process per session.
 
+Under CI (``TOOLWIRE_CI=1``) every skip fails (``tests/support/no_skips.py``).
 Each test gets the upstream reset (empty script, nothing recorded, OpenAI style), so
 tests stay independent while the processes are started once.
 """
@@ -12,6 +13,9 @@ import pytest
 
 from tests.support.chat_upstream import ChatUpstream
 from tests.support.gateway import GatewayProcess
+
+# Under CI (TOOLWIRE_CI=1), a skip is a failure.
+pytest_plugins = ["tests.support.no_skips"]
 
 
 @pytest.fixture(scope="session")
