@@ -244,7 +244,7 @@ def render(outcome: Outcome, fail_under: float) -> str:
         f"- killed: {outcome.killed}; equivalent: {outcome.equivalent}; "
         f"not killed: {outcome.total - outcome.killed - outcome.equivalent}",
         f"- score: **{outcome.score:.1f} %** killed of the non-equivalent mutants "
-        f"(bar: {fail_under:.0f} %)",
+        f"(bar: {fail_under:.0f} %); {100.0 * outcome.killed / max(outcome.total, 1):.1f} % of all",
         "",
     ]
     equivalent = [s for s in outcome.survivors if s.equivalent_reason is not None]
