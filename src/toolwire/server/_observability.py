@@ -25,6 +25,7 @@ from toolwire.config import GatewayConfig
 from ._capture import CaptureObserver
 from ._exchange import ExchangeObserver
 from ._inspector import RecentExchanges, inspector_routes
+from ._known_secrets import known_secrets
 from ._metrics import MetricsObserver
 from ._observers import LogObserver
 from ._record import RecordEncoder
@@ -46,8 +47,7 @@ def observability(
     """What ``config.server`` enables; ``client_keys`` also guard the inspector's API."""
     server = config.server
     environ = os.environ if environ is None else environ
-    upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
-    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in client_keys)])
+    redactor = Redactor(known_secrets(config, client_keys, environ))
     encoder = RecordEncoder(redactor)
     metrics = MetricsObserver()
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
