@@ -135,10 +135,11 @@ _PARTIAL_ANSWER = Text("This answer is going to be interrupted before it is comp
 
 @dataclass(frozen=True)
 class HttpError:
-    """A non-200 answer before any streaming; a dict body is sent as JSON."""
+    """A non-200 answer before any streaming; a dict or list body is sent as JSON, a
+    string as it is (``text/plain`` unless `headers` name another ``Content-Type``)."""
 
     status: int
-    body: Mapping[str, Any] | str
+    body: Mapping[str, Any] | list[Any] | str
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
