@@ -2,10 +2,11 @@
 # The README's test command, and exactly what CI runs (.ci/run).
 #
 # Installs what the tests need, then runs the checks and the whole suite:
-#   - system packages (Debian): redis-server, chromium + chromium-driver, wrk
-#     (installed when missing and we are root; otherwise they must already be there);
+#   - system packages (Debian): redis-server, chromium + chromium-driver, wrk, and Node.js
+#     with npm (installed when missing and we are root; otherwise they must already be there);
 #   - .venv with toolwire and its test dependencies;
-#   - the Codex CLI from npm, which the end-to-end tests install on first use.
+#   - the Codex CLI versions the end-to-end tests run, from npm into .cache/.
+# Under CI (TOOLWIRE_CI=1, set by .ci/run) a test that would skip fails instead.
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -k codex
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,8 @@ missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# Node.js may come from another source than Debian's packages: what counts is npm on PATH.
+command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
         echo "installing system packages: ${missing[*]}"
@@ -27,6 +30,15 @@ fi
 
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+
+if command -v npm >/dev/null; then
+    .venv/bin/python -m tests.support.codex
+elif [[ -n "${TOOLWIRE_CI:-}" && "${TOOLWIRE_CI}" != 0 ]]; then
+    echo "error: npm is missing, so the Codex CLI cannot be installed" >&2
+    exit 1
+else
+    echo "warning: npm is missing; the Codex tests will be skipped" >&2
+fi
 
 .venv/bin/ruff check --output-format concise .
 .venv/bin/mypy

@@ -1,6 +1,7 @@
 """Shared fixtures: one scripted Chat upstream, one scripted Messages API, and a real
 gateway process in front of each, per session.
 
+Under CI (``TOOLWIRE_CI=1``) every skip fails (``tests/support/no_skips.py``).
 Each test gets the upstream reset (empty script, nothing recorded, OpenAI style), so
 tests stay independent while the processes are started once.
 """
@@ -19,6 +20,9 @@ from tests.support.messages_upstream import MessagesUpstream
 # No time limit per example: a deadline is a timing assertion, and this machine is shared.
 settings.register_profile("toolwire", deadline=None)
 settings.load_profile("toolwire")
+
+# Under CI (TOOLWIRE_CI=1), a skip is a failure.
+pytest_plugins = ["tests.support.no_skips"]
 
 
 @pytest.fixture(scope="session")

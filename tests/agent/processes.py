@@ -19,7 +19,7 @@ def is_running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
 
 
-def wait_until_stopped(pid: int, timeout: float = 5.0) -> bool:
+def wait_until_stopped(pid: int, timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not is_running(pid):
@@ -28,7 +28,7 @@ def wait_until_stopped(pid: int, timeout: float = 5.0) -> bool:
     return False
 
 
-def pid_from(path: Path, timeout: float = 5.0) -> int:
+def pid_from(path: Path, timeout: float = 20.0) -> int:
     """The pid a command wrote to ``path``, once it is there."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

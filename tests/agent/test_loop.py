@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -239,25 +238,58 @@ def sleep_call(label: str, seconds: float, name: str = "sleep") -> dict[str, Any
     return function_call(name, f'{{"label": "{label}", "seconds": {seconds}}}', f"call_{label}")
 
 
+class Gate(FunctionToolHandler):
+    """Each call waits until the test opens its label's gate; records who runs at once."""
+
+    def __init__(self) -> None:
+        self.spec = FunctionTool(type="function", name="gate", parameters={"type": "object"})
+        self.parallel = True
+        self.running: set[str] = set()
+        self.gates: dict[str, asyncio.Event] = {}
+
+    def gate(self, label: str) -> asyncio.Event:
+        return self.gates.setdefault(label, asyncio.Event())
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        label = str(arguments["label"])
+        self.running.add(label)
+        try:
+            await self.gate(label).wait()
+        finally:
+            self.running.discard(label)
+        return ToolOutput(f"passed {label}")
+
+    async def until_running(self, *labels: str) -> None:
+        async with asyncio.timeout(20):
+            while self.running != set(labels):
+                await asyncio.sleep(0.005)
+
+
+def gate_call(label: str) -> dict[str, Any]:
+    return function_call("gate", f'{{"label": "{label}"}}', f"call_{label}")
+
+
 async def test_calls_run_in_parallel_under_the_limit_and_outputs_keep_call_order(
     full_access: ToolContext,
 ) -> None:
-    sleeper = Sleeper()
+    gate = Gate()
     router = ToolRouter()
-    register_tool(router, sleeper)
+    register_tool(router, gate)
     client = ScriptedResponsesClient(
-        ScriptedResponse([sleep_call("a", 0.6), sleep_call("b", 0.2), sleep_call("c", 0.2)]),
+        ScriptedResponse([gate_call("a"), gate_call("b"), gate_call("c")]),
         ScriptedResponse([assistant_message("done")]),
     )
-    started = time.monotonic()
-    await agent(client, full_access, router=router, max_parallel=2).run("go")
-    elapsed = time.monotonic() - started
+    run = asyncio.create_task(agent(client, full_access, router=router, max_parallel=2).run("go"))
+    await gate.until_running("a", "b")  # two at once, c waits for a free slot...
+    gate.gate("b").set()
+    await gate.until_running("a", "c")  # ...which b leaves, while a still runs
+    gate.gate("c").set()
+    gate.gate("a").set()  # a, started first, ends last
+    await asyncio.wait_for(run, 20)
 
-    assert max(len(running) for _, running in sleeper.log) == 2
-    assert elapsed < 0.9  # a alone takes 0.6; b then c run beside it (in turn: 1.0)
     outputs = by_type(client.requests[1]["input"], "function_call_output")
     assert [output["call_id"] for output in outputs] == ["call_a", "call_b", "call_c"]
-    assert [output["output"] for output in outputs] == ["slept a", "slept b", "slept c"]
+    assert [output["output"] for output in outputs] == ["passed a", "passed b", "passed c"]
 
 
 async def test_a_tool_that_is_not_parallel_runs_alone(full_access: ToolContext) -> None:
@@ -290,18 +322,19 @@ async def test_a_timeout_stops_running_tools(
     server: ResponsesUpstream, full_access: ToolContext
 ) -> None:
     pid_file = full_access.cwd / "pid"
-    command = f"echo $$ > {pid_file}; exec sleep 30"
+    command = f"echo $$ > {pid_file}; exec sleep 600"
     server.enqueue(
         ScriptedResponse([function_call("exec_command", f'{{"cmd": "{command}"}}', "call_1")])
     )
     events: list[AgentEvent] = []
-    started = time.monotonic()
     async with HttpResponsesClient(server.base_url) as client:
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(1.0):
-                await agent(client, full_access, on_event=events.append).run("sleep")
-    assert time.monotonic() - started < 3
-    assert wait_until_stopped(pid_from(pid_file), timeout=0.5)
+            async with asyncio.timeout(None) as deadline:
+                run = asyncio.create_task(agent(client, full_access, on_event=events.append).run("sleep"))
+                pid = await asyncio.to_thread(pid_from, pid_file)  # the command runs
+                deadline.reschedule(asyncio.get_running_loop().time())  # and now time is up
+                await run
+    assert wait_until_stopped(pid)  # killed, long before its sleep 600 would end
     assert any(isinstance(event, ToolCallStarted) for event in events)
     assert not any(isinstance(event, ToolCallFinished) for event in events)
 

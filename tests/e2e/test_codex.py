@@ -1,4 +1,7 @@
-"""The real Codex CLI (0.169.0) through the real gateway, in front of the scripted Chat upstream.
+"""The real Codex CLI through the real gateway, in front of the scripted Chat upstream.
+
+Every scenario runs on ``CODEX_VERSION`` (0.171.0); a handful (the smoke section at the
+end) also on the older versions in ``SMOKE_CODEX_VERSIONS`` (0.169.0).
 
 Codex -> ``toolwire serve`` -> ``ChatUpstream``. Each test scripts the upstream with a
 responder that calls tools on the first chat request and answers ``FINAL`` once a tool
@@ -34,7 +37,7 @@ from tests.support.chat_upstream import (
     Text,
     ToolCalls,
 )
-from tests.support.codex import CodexResult, run_codex
+from tests.support.codex import CODEX_VERSION, SMOKE_CODEX_VERSIONS, CodexResult, run_codex
 from tests.support.gateway import GatewayProcess
 
 pytestmark = [
@@ -111,14 +114,20 @@ def report(result: CodexResult, upstream: ChatUpstream) -> str:
 
 
 def codex(
-    gateway: GatewayProcess, model: str, cwd: Path, prompt: str = "Do the task."
+    gateway: GatewayProcess,
+    model: str,
+    cwd: Path,
+    prompt: str = "Do the task.",
+    version: str = CODEX_VERSION,
 ) -> CodexResult:
-    return run_codex(base_url=gateway.base_url, model=model, prompt=prompt, cwd=cwd)
+    return run_codex(base_url=gateway.base_url, model=model, prompt=prompt, cwd=cwd, version=version)
 
 
-def tool_turn(gateway: GatewayProcess, upstream: ChatUpstream, model: str, cwd: Path) -> JSON:
+def tool_turn(
+    gateway: GatewayProcess, upstream: ChatUpstream, model: str, cwd: Path, version: str = CODEX_VERSION
+) -> JSON:
     """Run a turn that calls tools and then answers FINAL; return the follow-up chat request."""
-    result = codex(gateway, model, cwd)
+    result = codex(gateway, model, cwd, version=version)
     requests = upstream.chat_requests
     assert result.returncode == 0 and result.last_message == FINAL, report(result, upstream)
     assert len(requests) == 2, report(result, upstream)
@@ -347,3 +356,45 @@ def test_cut_mid_tool_call_runs_nothing(
     assert result.returncode != 0, report(result, upstream)
     assert not (tmp_path / "cut-marker").exists()
     assert len(upstream.chat_requests) == 1
+
+
+# --------------------------------------------------------------------------- older Codex
+
+smoke_versions = pytest.mark.parametrize("version", SMOKE_CODEX_VERSIONS)
+
+
+@smoke_versions
+def test_smoke_plain_answer(gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, version: str) -> None:
+    upstream.enqueue(Text("Hello from the scripted upstream."))
+    result = codex(gateway, V1, tmp_path, prompt="Say hello.", version=version)
+    assert (result.returncode, result.last_message) == (0, "Hello from the scripted upstream."), report(result, upstream)
+
+
+@smoke_versions
+def test_smoke_exec_command_runs(gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, version: str) -> None:
+    upstream.responder = until_tool_result(
+        lambda request: ToolCalls([call(request, "exec_command", cmd="echo toolwire-$((6*7))")])
+    )
+    assert "toolwire-42" in only_tool_text(tool_turn(gateway, upstream, V1, tmp_path, version))
+
+
+@smoke_versions
+def test_smoke_apply_patch_creates_file(gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, version: str) -> None:
+    upstream.responder = until_tool_result(lambda request: ToolCalls([call(request, "apply_patch", input=PATCH)]))
+    tool_turn(gateway, upstream, V1_PLUS, tmp_path, version)
+    assert (tmp_path / "greeting.txt").read_text() == "hello from apply_patch\n"
+
+
+@smoke_versions
+def test_smoke_code_mode_exec_runs_javascript(
+    gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, version: str
+) -> None:
+    upstream.responder = until_tool_result(lambda request: ToolCalls([call(request, "exec", input=EXEC_JS)]))
+    assert "js-ok" in only_tool_text(tool_turn(gateway, upstream, V2, tmp_path, version))
+
+
+@smoke_versions
+def test_smoke_namespaced_tool_runs(gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, version: str) -> None:
+    upstream.responder = until_tool_result(lambda request: ToolCalls([call(request, "list_agents")]))
+    output = only_tool_text(tool_turn(gateway, upstream, V2, tmp_path, version))
+    assert json.loads(output)["agents"], output

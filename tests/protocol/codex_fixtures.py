@@ -1,7 +1,8 @@
 """The captured Codex CLI request bodies in ``tests/fixtures/codex/<model>/turn-<n>.json``.
 
-``FIXTURES`` parametrizes over whatever files exist; when none do, it holds one skipped
-case that says so.
+``FIXTURE_FILES`` names every file ``capture.py`` writes (its scenarios' turns), whether
+it exists or not: a missing file makes each test parametrized over it fail, never vanish,
+and ``test_every_captured_fixture_is_there`` says which files are missing or unexpected.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ import orjson
 import pytest
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
-FIXTURE_FILES = sorted(FIXTURE_DIR.glob("*/turn-*.json"))
 
-FIXTURES = [
-    pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in FIXTURE_FILES
-] or [
-    pytest.param(
-        None,
-        id="no-fixtures",
-        marks=pytest.mark.skip(reason=f"no captured Codex request bodies in {FIXTURE_DIR}/<model>/turn-<n>.json"),
-    )
+# model -> the turns of its capture scenario (tests/fixtures/codex/README.md).
+CAPTURED_TURNS = {"gpt-5.4": 2, "gpt-5.5": 2, "gpt-5.6-terra": 3}
+
+FIXTURE_FILES = [
+    FIXTURE_DIR / model / f"turn-{turn}.json" for model, turns in CAPTURED_TURNS.items() for turn in range(1, turns + 1)
 ]
+HEADER_FILES = [FIXTURE_DIR / model / "headers.json" for model in CAPTURED_TURNS]
+
+FIXTURES = [pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in FIXTURE_FILES]
 
 
 def model_of(path: Path) -> str:

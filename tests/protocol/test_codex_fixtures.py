@@ -16,8 +16,23 @@ from toolwire.protocol import (
 )
 from toolwire.protocol._items import ITEM_TYPES
 
-from .codex_fixtures import FIXTURES, load, model_of, tool_specs
+from .codex_fixtures import (
+    FIXTURE_DIR,
+    FIXTURE_FILES,
+    FIXTURES,
+    HEADER_FILES,
+    load,
+    model_of,
+    tool_specs,
+)
 from .helpers import parse_tool
+
+
+def test_every_captured_fixture_is_there() -> None:
+    expected = {path.relative_to(FIXTURE_DIR) for path in [*FIXTURE_FILES, *HEADER_FILES]}
+    present = {path.relative_to(FIXTURE_DIR) for path in FIXTURE_DIR.glob("*/*.json")}
+    assert sorted(map(str, expected - present)) == [], "missing: recapture with tests/fixtures/codex/capture.py"
+    assert sorted(map(str, present - expected)) == [], "unexpected: add them to CAPTURED_TURNS"
 
 
 @pytest.mark.parametrize("path", FIXTURES)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.codex_fixtures import FIXTURE_FILES
 from toolwire.errors import ClientError
 from toolwire.protocol import EVENT_TYPES, TERMINAL_EVENT_TYPES, encode_event, parse_request
 from toolwire.translate import (
@@ -39,7 +39,6 @@ from toolwire.translate import (
 JSON = dict[str, Any]
 Path_ = tuple[str | int, ...]
 
-FIXTURE_FILES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "codex").glob("*/turn-*.json"))
 FIXTURES: list[JSON] = [orjson.loads(path.read_bytes()) for path in FIXTURE_FILES]
 FIXTURE_IDS = [f"{path.parent.name}/{path.stem}" for path in FIXTURE_FILES]
 PROFILES = sorted(PRESETS)
@@ -50,8 +49,6 @@ def examples(count: int) -> settings:
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     )
-
-pytestmark = pytest.mark.skipif(not FIXTURES, reason="no Codex fixtures in tests/fixtures/codex")
 
 # ---------------------------------------------------------------- junk values
 

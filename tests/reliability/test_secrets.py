@@ -23,7 +23,6 @@ import pytest
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, StreamError, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV, GatewayProcess
-from toolwire.config import ServerConfig
 
 from .conftest import StartGateway
 from .helpers import (
@@ -33,6 +32,7 @@ from .helpers import (
     leaked,
     read_events,
     responses_url,
+    wait_until,
 )
 
 CLIENT_KEYS = ("ck-alpha-secret-1111", "ck-beta-secret-2222")
@@ -41,7 +41,6 @@ URL_PASSWORD = "url-pass-secret-4444"
 SECRETS = (UPSTREAM_KEY, *CLIENT_KEYS, WRONG_KEY, URL_PASSWORD)
 AUTH = {"Authorization": f"Bearer {CLIENT_KEYS[0]}"}
 BODY: dict[str, Any] = {"model": "m", "input": "hi"}
-CAPTURE_SUPPORTED = "capture_dir" in ServerConfig.model_fields
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +52,10 @@ def capture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def guarded(
     _session_upstream: ChatUpstream, start_module_gateway: StartGateway, capture_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GatewayProcess]:
+    config = tmp_path_factory.mktemp("config") / "toolwire.toml"
+    config.write_text(f'[server]\ncapture_dir = "{capture_dir}"\n')
     args = ["--api-key-env", "TW_TEST_CLIENT_KEYS", "--log-level", "debug", "--upstream-retries", "1", "--inspector"]
-    if CAPTURE_SUPPORTED:
-        config = tmp_path_factory.mktemp("config") / "toolwire.toml"
-        config.write_text(f'[server]\ncapture_dir = "{capture_dir}"\n')
-        args += ["--config", str(config)]
+    args += ["--config", str(config)]
     yield start_module_gateway(_session_upstream.base_url, *args, env={"TW_TEST_CLIENT_KEYS": ",".join(CLIENT_KEYS)})
 
 
@@ -233,12 +231,16 @@ def _exchanges(listing: Any) -> list[dict[str, Any]]:
     return [e for e in listing if isinstance(e, dict)]
 
 
-def test_the_capture_holds_no_key(guarded: GatewayProcess, capture_dir: Path) -> None:
-    if not CAPTURE_SUPPORTED:
-        pytest.skip("this gateway version has no traffic capture (server.capture_dir)")
+def test_the_capture_holds_no_key(guarded: GatewayProcess, upstream: ChatUpstream, capture_dir: Path) -> None:
+    upstream.enqueue(ECHOES["401 message"])
+    marker = "capture-me-7f3a"
+    assert post(guarded, {"model": "m", "input": marker}).status_code == 401
+
+    def captured() -> list[Path]:
+        return [path for path in sorted(capture_dir.glob("*.jsonl")) if marker in path.read_text(errors="replace")]
+
+    assert wait_until(lambda: captured() != [], timeout=20), f"no capture of the exchange in {capture_dir}"
     files = sorted(capture_dir.glob("*.jsonl"))
-    if not files:
-        pytest.skip("capture_dir is configured but this gateway wrote no capture")
     records = [orjson.loads(line) for path in files for line in path.read_bytes().splitlines() if line]
     assert records, files
     for path in files:

@@ -36,6 +36,7 @@ from .helpers import (
     responses_url,
     stream,
     terminal,
+    wait_until,
 )
 
 TIMEOUT = 1.0
@@ -154,13 +155,12 @@ def test_no_first_byte_within_the_timeout_is_504(start_gateway: StartGateway, st
     with TcpTrap("silent") as trap:
         gateway = start_gateway(trap.url, *FLAGS)
         started = time.monotonic()
-        response = post(gateway, {**BODY, "stream": streaming})
+        response = post(gateway, {**BODY, "stream": streaming}, timeout=120)  # not 300 s
         elapsed = time.monotonic() - started
         error = assert_openai_error(response, 504)
         assert error["code"] == "upstream_timeout", error
         assert "1 s" in error["message"] and trap.url in error["message"], error
-        assert elapsed >= TIMEOUT * 0.9, elapsed
-        assert elapsed < TIMEOUT * ATTEMPTS + 10, elapsed  # generous: the point is "not 300 s"
+        assert elapsed >= TIMEOUT * 0.9, elapsed  # a lower bound: load only makes it longer
         # an upstream that accepts and never answers is not ready either
         ready = httpx.get(gateway.url + "/readyz", timeout=30)
         assert ready.status_code == 503, ready.text
@@ -191,11 +191,9 @@ def test_a_reset_mid_stream_fails_the_response_and_is_not_retried(
 
 
 def test_a_stall_mid_stream_fails_after_the_timeout(faulty: GatewayProcess, upstream: ChatUpstream) -> None:
-    upstream.enqueue(Stall(after_chunks=3, seconds=20), Text("a retry would get this"))
-    started = time.monotonic()
-    message = failure_message(stream(faulty, BODY))
+    upstream.enqueue(Stall(after_chunks=3, seconds=600), Text("a retry would get this"))
+    message = failure_message(stream(faulty, BODY, timeout=120))  # long before the stall ends
     assert "stalled" in message and "1 s" in message, message
-    assert time.monotonic() - started < 15
     only_request(upstream)
 
 
@@ -265,13 +263,12 @@ def test_the_answer_ends_at_done_even_if_the_upstream_keeps_the_body_open(
     upstream gets round to ending the body (the rest is drained afterwards, for the
     connection pool; the drain gives up after a second)."""
     lines = [chunk(role="assistant", content="All "), chunk(content="done."), finish_chunk("stop"), DONE]
-    upstream.enqueue(Raw(lines, linger=5.0), Text("the next request is answered"))
-    started = time.monotonic()
-    end = terminal(stream(faulty, BODY))
-    took = time.monotonic() - started
+    upstream.enqueue(Raw(lines, linger=600), Text("the next request is answered"))
+    end = terminal(stream(faulty, BODY, timeout=60))  # long before the body would end
     assert end["type"] == "response.completed"
     assert output_text(end["response"]) == "All done."
-    assert took < 0.9, f"the terminal event waited {took:.2f} s for the upstream's body to end"
+    assert upstream.ended == []  # the upstream's body was still open
+    assert wait_until(lambda: upstream.disconnects != [], timeout=60), "the drain never gave up"
     assert output_text(terminal(stream(faulty, BODY))["response"]) == "the next request is answered"
 
 
@@ -281,8 +278,8 @@ def test_the_rest_of_a_finished_body_is_read_not_cut(faulty: GatewayProcess, ups
     lines = [chunk(role="assistant", content="All "), chunk(content="done."), finish_chunk("stop"), DONE]
     upstream.enqueue(Raw(lines, linger=0.3))
     assert terminal(stream(faulty, BODY))["type"] == "response.completed"
-    time.sleep(0.6)  # the upstream ends its body 0.3 s after [DONE]
-    assert upstream.disconnects == []
+    assert wait_until(lambda: upstream.ended or upstream.disconnects, timeout=30)
+    assert (upstream.ended, upstream.disconnects) == ([0], [])
 
 
 def test_a_garbage_non_streaming_answer_is_502_and_not_retried(faulty: GatewayProcess, upstream: ChatUpstream) -> None:

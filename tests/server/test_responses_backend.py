@@ -11,6 +11,7 @@ must reach ``v1`` as flat function tools, and its function calls must come back 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -204,6 +205,37 @@ def test_openai_sdk_strict_mode_reads_the_restored_stream(
         final = stream.get_final_response()
     assert [item.type for item in final.output] == ["message", "custom_tool_call", "function_call"]
     assert final.output_text == "Calling."
+
+
+SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@pytest.mark.parametrize(
+    "upstream_id",
+    ["item 1/with:spaces", 'fc_"quoted"', "fc_<script>", "fc_\u00e9t\u00e9", "ctc\n"],
+    ids=["spaces-slash-colon", "quotes", "markup", "non-ascii", "escape"],
+)
+def test_a_restored_item_gets_a_safe_id_whatever_id_the_backend_gave(
+    gateway: GatewayProcess, v1: ResponsesUpstream, upstream_id: str
+) -> None:
+    """The client sees a ``custom_tool_call`` the backend never made: its id is derived
+    from the backend's, and must be safe for a client to use as it is (in a URL, a file
+    name, a log line) and the same in every event of the item."""
+    calls = [
+        function_call("functions__exec", json.dumps({"input": JS}), "call_a", item_id=upstream_id),
+        function_call("functions__exec", json.dumps({"input": JS}), "call_b", item_id=upstream_id + "x"),
+    ]
+    v1.enqueue(answer(calls), answer(calls))
+    events = stream_events(gateway, TERRA)
+    response = httpx.post(gateway.base_url + "/responses", json={**TERRA, "stream": False}, timeout=30).json()
+    for output in (next(e for e in events if e["type"] == "response.completed")["response"]["output"], response["output"]):
+        ids = [item["id"] for item in output]
+        assert all(item["type"] == "custom_tool_call" for item in output), output
+        assert all(item_id.startswith("ctc_") and SAFE_ID.fullmatch(item_id) for item_id in ids), ids
+        assert len(set(ids)) == 2, ids  # two backend ids, two client ids
+    streamed_ids = {event["item"]["id"] for event in events if "item" in event}
+    streamed_ids |= {event["item_id"] for event in events if "item_id" in event}
+    assert streamed_ids == {item["id"] for item in events[-1]["response"]["output"]}
 
 
 def test_non_streaming_answer_is_restored(gateway: GatewayProcess, v1: ResponsesUpstream) -> None:

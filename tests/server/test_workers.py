@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import GatewayProcess
 
@@ -139,16 +140,16 @@ def test_a_worker_that_dies_is_replaced(upstream: ChatUpstream, tmp_path: Path) 
     with GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--workers", "2") as gateway:
         assert gateway.process is not None
         workers = wait_for_workers(gateway, 2)
-        time.sleep(5.5)  # past the start-up window, in which a death stops the gateway
+        # In the start-up window a death stops the gateway; wait until it is over.
+        assert wait_until(lambda: "workers past start-up" in gateway.log(), timeout=30), gateway.log()
         os.kill(workers[0], 9)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        def replaced() -> bool:
+            assert gateway.process is not None
             now = workers_of(gateway.process.pid)
-            if len(now) == 2 and workers[0] not in now:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError(f"no new worker: {workers_of(gateway.process.pid)}")
+            return len(now) == 2 and workers[0] not in now
+
+        assert wait_until(replaced, timeout=20), f"no new worker: {workers_of(gateway.process.pid)}"
         assert "starting another" in gateway.log()
         connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=20)
         assert b"response.completed" in stream_once(connection)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -95,25 +96,34 @@ async def test_a_gap_in_the_chain_is_reported_not_skipped(store: ResponseStore) 
     assert "resp_2" in caught.value.message and "resp_3" in caught.value.message
 
 
+async def expires(store: ResponseStore, *response_ids: str, within: float = 30) -> bool:
+    """Whether every one of ``response_ids`` is gone before ``within`` seconds (a bound
+    on the wait, far above the tests' times to live)."""
+    async with asyncio.timeout(within):
+        while any([await store.get(response_id) is not None for response_id in response_ids]):
+            await asyncio.sleep(0.02)
+    return True
+
+
 async def test_a_record_expires_after_its_time_to_live(make_store: StoreFactory) -> None:
     store = make_store(ttl_seconds=0.4)
     await store.put(exchange("resp_1", "hello"))
     assert await store.get("resp_1") is not None
-    await asyncio.sleep(0.6)
-    assert await store.get("resp_1") is None
+    assert await expires(store, "resp_1")
     with pytest.raises(PreviousResponseNotFound):
         await store.chain_input("resp_1")
 
 
 async def test_continuing_a_chain_keeps_all_of_it_alive(make_store: StoreFactory) -> None:
-    store = make_store(ttl_seconds=0.5)
+    ttl = 1.0
+    store = make_store(ttl_seconds=ttl)
     await store.put(exchange("resp_1", "one"))
     await store.put(exchange("resp_2", "two", previous="resp_1"))
-    for _ in range(3):  # 0.9 s in all: past the first writes' time to live
-        await asyncio.sleep(0.3)
-        assert len(await store.chain_input("resp_2")) == 4
-    await asyncio.sleep(0.7)  # abandoned: all of it expires
-    assert await store.get("resp_1") is None and await store.get("resp_2") is None
+    written = time.monotonic()
+    while time.monotonic() - written < 1.5 * ttl:  # past the first writes' time to live...
+        assert len(await store.chain_input("resp_2")) == 4  # ...read every tenth of it
+        await asyncio.sleep(ttl / 10)
+    assert await expires(store, "resp_1", "resp_2")  # abandoned: all of it expires
 
 
 async def test_beyond_max_entries_the_least_recently_used_go(make_store: StoreFactory) -> None:

@@ -135,10 +135,11 @@ _PARTIAL_ANSWER = Text("This answer is going to be interrupted before it is comp
 
 @dataclass(frozen=True)
 class HttpError:
-    """A non-200 answer before any streaming; a dict body is sent as JSON."""
+    """A non-200 answer before any streaming; a dict or list body is sent as JSON, a
+    string as it is (``text/plain`` unless `headers` name another ``Content-Type``)."""
 
     status: int
-    body: Mapping[str, Any] | str
+    body: Mapping[str, Any] | list[Any] | str
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -178,12 +179,15 @@ class Cut:
 class Stall:
     """`after_chunks` chunks of `reply`, then `seconds` of silence, then the rest.
 
-    A non-streaming request waits `seconds` before its whole answer.
+    A non-streaming request waits `seconds` before its whole answer. With `release`, the
+    silence ends as soon as the test sets that event (`seconds` is then only a bound):
+    a test that needs the stall to outlast something waits for that, then releases it.
     """
 
     after_chunks: int
     seconds: float = 30.0
     reply: Completion = _PARTIAL_ANSWER
+    release: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -471,6 +475,7 @@ class ChatUpstream(ThreadedServer):
         self._queue: deque[Reply] = deque()
         self._requests = Recorded[RecordedRequest]("request")
         self._disconnects = Recorded[Disconnect]("client disconnect noticed")
+        self._ended = Recorded[int]("response body written to its end")
         self._handlers: set[asyncio.Task[Any]] = set()
 
     # ----------------------------------------------------------------- script & records
@@ -501,6 +506,12 @@ class ChatUpstream(ThreadedServer):
         """A snapshot of the clients that went away mid-stream."""
         return self._disconnects.snapshot()
 
+    @property
+    def ended(self) -> list[int]:
+        """The indices (into `requests`) of the streamed or raw answers whose body was
+        written to its end, in the order they ended."""
+        return self._ended.snapshot()
+
     def wait_for_disconnect(self, timeout: float = 2.0) -> Disconnect:
         """Block until a disconnect has been recorded; return the first one."""
         return self._disconnects.wait_for_first(timeout)
@@ -511,6 +522,7 @@ class ChatUpstream(ThreadedServer):
             self._queue.clear()
         self._requests.clear()
         self._disconnects.clear()
+        self._ended.clear()
         self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
@@ -619,8 +631,8 @@ class ChatUpstream(ThreadedServer):
             case Cut():
                 _close_transport(request)
                 return await _await_cancellation()
-            case Stall(seconds=seconds):
-                await asyncio.sleep(seconds)
+            case Stall():
+                await _stall(reply)
         return _json_response(200, payload)
 
     def _context(self, request_json: dict[str, Any], index: int) -> ReplyContext:
@@ -650,6 +662,7 @@ class ChatUpstream(ThreadedServer):
             if reply.linger:
                 await asyncio.sleep(reply.linger)
             await response.write_eof()
+        self._ended.append(index)
         return response
 
     async def _stream(
@@ -674,16 +687,26 @@ class ChatUpstream(ThreadedServer):
                 case Cut():
                     _close_transport(request)
                     return await _await_cancellation()
-                case Stall(seconds=seconds):
-                    await asyncio.sleep(seconds)
+                case Stall():
+                    await _stall(reply)
                     for payload in payloads[after:]:
                         await response.write(_sse(payload))
             await response.write(_DONE)
             await response.write_eof()
+        self._ended.append(index)
         return response
 
     def _note_disconnect(self, index: int, started_at: float) -> None:
         self._disconnects.append(Disconnect(index, started_at, time.monotonic()))
+
+
+async def _stall(stall: Stall) -> None:
+    if stall.release is None:
+        await asyncio.sleep(stall.seconds)
+        return
+    deadline = asyncio.get_running_loop().time() + stall.seconds
+    while not stall.release.is_set() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.005)  # polled, so that a client leaving cancels it at once
 
 
 def _http_error_response(reply: HttpError) -> web.Response:

@@ -1,8 +1,11 @@
 """Install and run the real Codex CLI against a local Responses server.
 
-``ensure_codex()`` installs ``@openai/codex@CODEX_VERSION`` from npm into
+``ensure_codex(version)`` installs ``@openai/codex@<version>`` from npm into
 ``<repo>/.cache/codex-<version>`` once (guarded by ``fcntl.flock`` so parallel pytest
-processes do not race) and returns the path of the ``codex`` binary.
+processes do not race) and returns the path of the ``codex`` binary. ``CODEX_VERSION`` is
+the version the suite runs; ``SMOKE_CODEX_VERSIONS`` are older ones a few scenarios still
+run on (``CODEX_VERSIONS`` has both). ``python -m tests.support.codex`` installs them all
+(``scripts/test.sh`` does, so that a failed install fails the run before the tests).
 
 ``run_codex()`` runs one non-interactive turn,
 ``codex exec -m MODEL --skip-git-repo-check --sandbox danger-full-access PROMPT``, with
@@ -55,11 +58,20 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CODEX_VERSION", "CodexResult", "ensure_codex", "render_config", "run_codex"]
+__all__ = [
+    "CODEX_VERSION",
+    "CODEX_VERSIONS",
+    "SMOKE_CODEX_VERSIONS",
+    "CodexResult",
+    "ensure_codex",
+    "render_config",
+    "run_codex",
+]
 
-CODEX_VERSION = "0.169.0"
+CODEX_VERSION = "0.171.0"
+SMOKE_CODEX_VERSIONS = ("0.169.0",)
+CODEX_VERSIONS = (CODEX_VERSION, *SMOKE_CODEX_VERSIONS)
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CODEX_PREFIX = REPO_ROOT / ".cache" / f"codex-{CODEX_VERSION}"
 
 QUIET_DEFAULTS: dict[str, str] = {
     "analytics": "{ enabled = false }",
@@ -79,18 +91,19 @@ class CodexResult:
     last_message: str
 
 
-def ensure_codex() -> Path:
-    """Install the pinned Codex CLI under ``.cache/`` if needed; return the binary."""
-    binary = CODEX_PREFIX / "node_modules" / ".bin" / "codex"
+def ensure_codex(version: str = CODEX_VERSION) -> Path:
+    """Install Codex ``version`` under ``.cache/`` if needed; return the binary."""
+    prefix = REPO_ROOT / ".cache" / f"codex-{version}"
+    binary = prefix / "node_modules" / ".bin" / "codex"
     if binary.exists():
         return binary
-    CODEX_PREFIX.parent.mkdir(parents=True, exist_ok=True)
-    with open(CODEX_PREFIX.parent / f"codex-{CODEX_VERSION}.lock", "w") as lock:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"codex-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CODEX_PREFIX)]
+            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
             proc = subprocess.run(
-                [*cmd, f"@openai/codex@{CODEX_VERSION}"],
+                [*cmd, f"@openai/codex@{version}"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -153,9 +166,11 @@ def run_codex(
     extra_config: str = "",
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    version: str = CODEX_VERSION,
 ) -> CodexResult:
-    """Run one ``codex exec`` turn against ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
-    binary = ensure_codex()
+    """Run one ``codex exec`` turn of Codex ``version`` against ``base_url``
+    (``http://127.0.0.1:PORT/v1``)."""
+    binary = ensure_codex(version)
     with tempfile.TemporaryDirectory(prefix="codex-run-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         home = codex_home if codex_home is not None else root / "codex-home"
@@ -189,3 +204,8 @@ def run_codex(
         _kill_group(proc.pid)  # leftovers, e.g. a command still running in an exec session
     lines = [line for line in stdout.splitlines() if line.strip()]
     return CodexResult(proc.returncode, stdout, stderr, lines[-1] if lines else "")
+
+
+if __name__ == "__main__":
+    for installed in CODEX_VERSIONS:
+        print(f"Codex {installed}: {ensure_codex(installed)}")

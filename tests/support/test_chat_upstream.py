@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -474,10 +475,19 @@ def test_stall_resumes_the_stream_after_the_pause(upstream: ChatUpstream) -> Non
     assert events[-1] == DONE
 
 
-async def test_client_leaving_a_stall_is_noticed_within_a_second(
+def test_a_released_stall_resumes_at_once(upstream: ChatUpstream) -> None:
+    release = threading.Event()
+    release.set()
+    upstream.enqueue(Stall(2, seconds=600, release=release, reply=Text("resumed text")))
+    events = streamed(upstream)  # its client gives up long before 600 s
+    assert joined(events, "content") == "resumed text"
+    assert events[-1] == DONE
+
+
+async def test_client_leaving_a_stall_is_noticed(
     upstream: ChatUpstream,
 ) -> None:
-    upstream.enqueue(Stall(2, seconds=30))
+    upstream.enqueue(Stall(2, seconds=600))
     url = f"{upstream.base_url}/chat/completions"
     async with (
         httpx.AsyncClient(timeout=5) as client,
@@ -489,10 +499,9 @@ async def test_client_leaving_a_stall_is_noticed_within_a_second(
         assert (await anext(lines)).startswith("data: ")
     closed_at = time.monotonic()  # leaving the block closed the connection
 
-    disconnect = await asyncio.to_thread(upstream.wait_for_disconnect, 2.0)
+    disconnect = await asyncio.to_thread(upstream.wait_for_disconnect, 60)  # not the 600 s stall
     assert disconnect.request_index == 0
     assert disconnect.stream_started_at < closed_at
-    assert disconnect.noticed_at - closed_at < 1.0
 
 
 def test_raw_bytes_are_sent_verbatim(upstream: ChatUpstream) -> None:
@@ -519,15 +528,16 @@ def test_stop_releases_the_port() -> None:
 
 def test_stop_does_not_wait_for_a_stalled_stream() -> None:
     server = ChatUpstream().start()
-    server.enqueue(Stall(1, seconds=60))
+    server.enqueue(Stall(1, seconds=600))
     with httpx.stream(
-        "POST", f"{server.base_url}/chat/completions", json={"stream": True}, timeout=5
+        "POST", f"{server.base_url}/chat/completions", json={"stream": True}, timeout=60
     ) as response:
         lines = response.iter_lines()  # keep it: dropping it would close the connection
         next(lines)
-        started = time.monotonic()
-        server.stop()
-        assert time.monotonic() - started < 2
+        stopping = threading.Thread(target=server.stop)
+        stopping.start()
+        stopping.join(timeout=60)
+        assert not stopping.is_alive(), "stop() waited for the stalled stream"
         with pytest.raises(httpx.RemoteProtocolError):
             list(lines)
     assert server.disconnects == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from toolwire.protocol import (
 )
 from toolwire.protocol._tool_cache import TOOL_LISTS
 from toolwire.tools import CatalogEntry, ConfigurationError, ToolCatalog, ToolKind, ToolName
+from toolwire.tools._catalog import _CATALOGS
 
 EXEC_COMMAND = {"type": "function", "name": "exec_command", "parameters": {"type": "object"}}
 APPLY_PATCH = {
@@ -179,8 +181,27 @@ def test_identical_duplicate_counts_once() -> None:
 
 def test_from_request_accepts_bytes_mapping_and_parsed_request() -> None:
     body = {"model": "m", "tools": [EXEC_COMMAND]}
-    for source in (body, orjson.dumps(body), parse_request(body)):
+    for source in (body, MappingProxyType(body), orjson.dumps(body), parse_request(body)):
         assert [entry.tool_name for entry in ToolCatalog.from_request(source)] == [ToolName(None, "exec_command")]
+
+
+def test_a_namespaced_tool_keeps_its_namespace_and_the_namespace_description() -> None:
+    catalog = catalog_of(
+        tools=[{"type": "namespace", "name": "browser", "description": "Browse the web.", "tools": [WEB_SEARCH, function("open")]}]
+    )
+    assert [(entry.tool_name, entry.kind, entry.namespace_description) for entry in catalog] == [
+        (ToolName("browser", "web_search"), ToolKind.HOSTED, "Browse the web."),
+        (ToolName("browser", "open"), ToolKind.FUNCTION, "Browse the web."),
+    ]
+    assert catalog_of(tools=[EXEC_COMMAND]).get(ToolName(None, "exec_command")).namespace_description is None  # type: ignore[union-attr]
+
+
+def test_items_with_other_extra_fields_declare_nothing() -> None:
+    catalog = catalog_of(
+        tools=[EXEC_COMMAND],
+        input=[{"type": "future_item", "payload": {"tools_like": True}}, {"type": "message", "role": "user", "content": "hi", "phase": "x"}],
+    )
+    assert [entry.source for entry in catalog] == ["tools[0]"]
 
 
 def test_string_input_and_no_tools() -> None:
@@ -289,6 +310,19 @@ def test_what_is_derived_from_a_catalog_is_built_once_and_kept_with_it() -> None
     assert catalog.derived(names) == ["exec_command", "apply_patch"]
     assert parsed(tools=[EXEC_COMMAND, APPLY_PATCH]).derived(names) is catalog.derived(names)
     assert built == [catalog]
+    empty = ToolCatalog.from_request({"model": "m", "input": "no tools"})  # built anew every time
+    assert empty.derived(names) == [] and empty.derived(names) is empty.derived(names)
+    assert built == [catalog, empty]
+
+
+def test_the_catalog_cache_weighs_what_it_keeps_by_the_lists_json_bytes() -> None:
+    # The cache keeps the tool lists its catalogs were built from: its bound is in bytes.
+    _CATALOGS.clear()
+    tools = [function("weighed", description="w" * 5000), EXEC_COMMAND]
+    request = parse_request(orjson.dumps({"model": "m", "tools": tools}))
+    ToolCatalog.from_request(request)
+    assert request.tools is not None
+    assert _CATALOGS.weight == TOOL_LISTS.json_size(request.tools) > 5000
 
 
 def test_tools_of_an_unknown_item_too_deep_to_key_are_still_read() -> None:
@@ -302,3 +336,14 @@ def test_tools_of_an_unknown_item_too_deep_to_key_are_still_read() -> None:
     )
     for _ in range(2):
         assert [entry.source for entry in ToolCatalog.from_request(request)] == ["input[0].tools[0]"]
+
+
+def test_a_kept_catalog_is_never_given_to_other_tools_that_reuse_its_specs_memory() -> None:
+    # A kept catalog is found by the ids of the specs it was built from: it must keep those
+    # specs alive (a namespace's own spec is in no entry), or a later request's new specs
+    # could take their addresses, and that request would get another request's tools.
+    for index in range(300):
+        request = parse_request(orjson.dumps({"model": "m", "tools": [namespace(f"ns{index}", function(f"f{index}"))]}))
+        assert [entry.tool_name for entry in ToolCatalog.from_request(request)] == [ToolName(f"ns{index}", f"f{index}")]
+        del request
+        TOOL_LISTS.clear()  # only the catalog cache may still hold the specs

@@ -45,3 +45,5 @@ def test_sorting_mixes_plain_and_namespaced() -> None:
     names = [ToolName("b", "a"), ToolName(None, "z"), ToolName("a", "b"), ToolName(None, "y")]
     assert sorted(names) == [ToolName(None, "y"), ToolName(None, "z"), ToolName("a", "b"), ToolName("b", "a")]
     assert ToolName(None, "z") < ToolName("a", "a") <= ToolName("a", "a")
+    assert not ToolName("a", "a") < ToolName("a", "a")
+    assert not ToolName(None, "y") < ToolName(None, "y")

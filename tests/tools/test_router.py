@@ -113,8 +113,10 @@ def test_other_items_are_not_calls(item: dict[str, Any]) -> None:
 @pytest.mark.parametrize("arguments", ["{not json", "", '"query"', "[1]", "null", 3, ["q"], None])
 def test_tool_search_arguments_that_are_not_an_object_respond_to_model(arguments: Any) -> None:
     item = {"type": "tool_search_call", "call_id": "c", "execution": "client", "arguments": arguments}
-    with pytest.raises(RespondToModel, match=r"^failed to parse tool_search arguments"):
+    with pytest.raises(RespondToModel, match=r"^failed to parse tool_search arguments: ") as raised:
         decode_call(item)
+    if not isinstance(arguments, str) or arguments in ('"query"', "[1]", "null"):
+        assert str(raised.value) == "failed to parse tool_search arguments: expected a JSON object"
 
 
 def test_malformed_call_item_is_a_request_error() -> None:

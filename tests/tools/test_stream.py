@@ -95,3 +95,14 @@ def test_calls_after_the_terminal_event_are_ignored() -> None:
         {"type": "response.output_item.done", "output_index": 5, "item": {"type": "function_call", "call_id": "late", "name": "exec_command", "arguments": "{}"}},
     ])
     assert list(calls_from_stream([stream, late])) == EXPECTED
+
+
+def test_a_call_that_is_the_first_item_is_yielded() -> None:
+    call_item = {"type": "function_call", "call_id": "first", "name": "exec_command", "arguments": "{}"}
+    stream, _ = encode_stream([
+        {"type": "response.output_item.done", "output_index": 0, "item": call_item},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": [call_item]}},
+    ])
+    expected = [ToolCall(ToolName(None, "exec_command"), "first", FunctionPayload("{}"))]
+    assert list(calls_from_stream([stream])) == expected
+    assert list(calls_from_stream([stream[:-1], stream[-1:]])) == expected

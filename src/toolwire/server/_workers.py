@@ -97,9 +97,13 @@ def run_workers(config: dict[str, Any], workers: int, log_level: str) -> int:
     log.info("%d workers on %s:%d (pids %s)", workers, config["host"], port,
              ", ".join(str(process.pid) for process, _ in running))
     status = 0
+    settled = False
     try:
         while not stopping:
             time.sleep(_POLL_SECONDS)
+            if not settled and all(time.monotonic() - started >= _EARLY_DEATH_SECONDS for _, started in running):
+                settled = True
+                log.info("workers past start-up: one that exits from now on is replaced")
             for index, (process, started) in enumerate(running):
                 if process.is_alive() or stopping:
                     continue

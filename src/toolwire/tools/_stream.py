@@ -25,8 +25,6 @@ def calls_from_stream(chunks: Iterable[bytes]) -> Iterator[ToolCall]:
             seen += 1
             if call is not None:
                 yield call
+    # Raises without a terminal event; completes no item otherwise, since the reader
+    # ignores whatever follows the terminal event.
     reader.flush()
-    for item in reader.items[seen:]:
-        call = decode_call(item)
-        if call is not None:
-            yield call

@@ -59,9 +59,11 @@ class UpstreamToolTable(ToolIndex[UpstreamTool]):
                 self._add(entry)
 
     def _add(self, entry: CatalogEntry) -> None:
-        name = flat_name(entry.tool_name)
-        if name in self._by_upstream:
-            name = _hashed(name, str(entry.tool_name))
+        flat = name = flat_name(entry.tool_name)
+        attempt = 0
+        while name in self._by_upstream:  # a hashed name may be taken too: salt it until free
+            name = _hashed(flat, str(entry.tool_name) + (f"#{attempt}" if attempt else ""))
+            attempt += 1
         tool = UpstreamTool(name, entry.tool_name, entry.kind, entry.spec, entry.namespace_description)
         self._by_upstream[name] = tool
         self._by_tool[entry.tool_name] = tool

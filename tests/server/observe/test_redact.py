@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
@@ -92,19 +91,14 @@ def test_a_secret_is_not_matched_inside_an_escape() -> None:
     assert Redactor(["nabcdefgh-key"]).redact_json(raw) == raw
 
 
-def test_redaction_is_fast() -> None:
-    """A clean 500 KB record (a long Codex session) in a few milliseconds, not 50."""
+def test_a_clean_record_comes_back_as_the_same_bytes() -> None:
+    """A clean 500 KB record (a long Codex session) is not copied; its cost is measured in
+    bench/redaction.py."""
     items = [{"type": "function_call_output", "call_id": f"call_{n}", "output": "def task_runner():\n    return 42\n" * 40}
              for n in range(400)]
     raw = orjson.dumps({"model": "m", "prompt_cache_key": "k", "input": items})
     assert len(raw) > 500_000
-    redactor = Redactor([SECRET, "client-key-alpha"])
-    timings = []
-    for _ in range(5):
-        started = time.perf_counter()
-        assert redactor.redact_json(raw) is raw
-        timings.append(time.perf_counter() - started)
-    assert min(timings) < 0.015, timings
+    assert Redactor([SECRET, "client-key-alpha"]).redact_json(raw) is raw
 
 
 def test_a_secret_with_json_escapes_is_found_in_serialized_json() -> None:

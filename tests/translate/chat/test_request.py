@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.protocol.codex_fixtures import FIXTURE_FILES as CODEX_FIXTURE_FILES
 from toolwire.errors import RequestError
 from toolwire.protocol import (
     CustomToolCallItem,
@@ -23,7 +24,6 @@ from .shapes import (
     DEEPSEEK,
     EXEC_COMMAND,
     EXEC_JS,
-    FIXTURES,
     FUNCTIONS_NAMESPACE,
     TOOLS,
     VLLM,
@@ -36,7 +36,7 @@ from .shapes import (
     user,
 )
 
-FIXTURE_FILES = sorted(FIXTURES.glob("*/turn-*.json"))
+FIXTURE_FILES = CODEX_FIXTURE_FILES
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -60,9 +60,8 @@ def test_codex_fixture_translates_to_a_valid_chat_request(path: Path) -> None:
 
 
 def test_fixtures_exist_for_every_codex_protocol() -> None:
-    if not FIXTURE_FILES:
-        pytest.skip("no Codex fixtures captured yet")
     assert {path.parent.name for path in FIXTURE_FILES} >= {"gpt-5.4", "gpt-5.5", "gpt-5.6-terra"}
+    assert [path for path in FIXTURE_FILES if not path.is_file()] == []
 
 
 def test_translation_is_deterministic_and_does_not_touch_the_request() -> None:
@@ -76,13 +75,14 @@ def test_translation_is_deterministic_and_does_not_touch_the_request() -> None:
             function_output("c", "ok"),
         ],
     }
-    request = parse_request(FIXTURE_FILES[-1].read_bytes() if FIXTURE_FILES else body)
-    before = request.dump()
-    first = translate_request(request, DEEPSEEK)
-    second = translate_request(request, DEEPSEEK)
-    assert orjson.dumps(first.chat) == orjson.dumps(second.chat)
-    assert first.warnings == second.warnings and first.conversions == second.conversions
-    assert request.dump() == before
+    for raw in (orjson.dumps(body), FIXTURE_FILES[-1].read_bytes()):
+        request = parse_request(raw)
+        before = request.dump()
+        first = translate_request(request, DEEPSEEK)
+        second = translate_request(request, DEEPSEEK)
+        assert orjson.dumps(first.chat) == orjson.dumps(second.chat)
+        assert first.warnings == second.warnings and first.conversions == second.conversions
+        assert request.dump() == before
 
 
 # ---------------------------------------------------------------- shared tool translation

@@ -209,6 +209,10 @@ def test_v2_history_calls_become_function_calls() -> None:
 
 def test_v1_history_with_apply_patch_and_tool_search() -> None:
     body = fixture("gpt-5.5", 2)
+    # Which tools Codex's search loads varies between captures (ties in its ranking).
+    [search_result] = [item for item in body["input"] if item["type"] == "tool_search_output"]
+    loaded = [f"multi_agent_v1__{tool['name']}" for namespace in search_result["tools"] for tool in namespace["tools"]]
+    assert len(loaded) == 2 and loaded[0] == "multi_agent_v1__spawn_agent"
     downgraded = downgrade(body)
     sent = downgraded.body
     assert tool_names(sent["tools"]) == [
@@ -222,8 +226,7 @@ def test_v1_history_with_apply_patch_and_tool_search() -> None:
         ("function", "update_goal"),
         ("function", "tool_search"),
         # loaded by the tool search in the history, no longer deferred
-        ("function", "multi_agent_v1__spawn_agent"),
-        ("function", "multi_agent_v1__close_agent"),
+        *[("function", name) for name in loaded],
     ]
     assert not any("defer_loading" in tool for tool in sent["tools"])
     assert downgraded.warnings == [
@@ -241,10 +244,7 @@ def test_v1_history_with_apply_patch_and_tool_search() -> None:
     search_call, search_output = history[1], history[4]
     assert json.loads(search_call["arguments"]) == {"query": "spawn sub-agent", "limit": 2}
     listing = json.loads(search_output["output"])["loaded_tools"]
-    assert [entry["name"] for entry in listing] == [
-        "multi_agent_v1__spawn_agent",
-        "multi_agent_v1__close_agent",
-    ]
+    assert [entry["name"] for entry in listing] == loaded
     assert history[5]["output"] == body["input"][9]["output"]  # image output passes as it is
 
 

@@ -28,6 +28,7 @@ from .._exchange import ExchangeObserver
 from ._capture import CaptureObserver
 from ._inspector import RecentExchanges, inspector_routes
 from ._key_usage import KeyUsageObserver
+from ._known_secrets import known_secrets
 from ._log import LogObserver
 from ._metrics import MetricsObserver
 from ._record import RecordEncoder, summarize
@@ -69,8 +70,7 @@ def observability(
     all of them, and any string shaped like a stored key."""
     server = config.server
     environ = os.environ if environ is None else environ
-    upstream_keys = [environ.get(u.api_key_env, "") for u in config.upstreams if u.api_key_env]
-    redactor = Redactor([*upstream_keys, *(key.decode("utf-8", "replace") for key in (*client_keys, *admin_keys))])
+    redactor = Redactor(known_secrets(config, (*client_keys, *admin_keys), environ))
     encoder = RecordEncoder(redactor)
     metrics = MetricsObserver()
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]

@@ -150,10 +150,9 @@ def _restored_id(prefix: str, item: JSON) -> str:
     """The id of a restored call: the backend's ``fc_`` id re-prefixed, else one derived
     from it (or from the call id), so that every event of the item agrees."""
     upstream_id = item.get("id")
-    if isinstance(upstream_id, str) and upstream_id:
-        if _FUNCTION_ID.match(upstream_id):
+    if isinstance(upstream_id, str) and upstream_id and not _UNSAFE_ID_CHARS.search(upstream_id):
+        if _FUNCTION_ID.match(upstream_id) and len(upstream_id) > 3:
             return f"{prefix}_{upstream_id[3:]}"
-        if not _UNSAFE_ID_CHARS.search(upstream_id):
-            return f"{prefix}_{upstream_id}"
+        return f"{prefix}_{upstream_id}"
     seed = upstream_id if isinstance(upstream_id, str) and upstream_id else str(item.get("call_id"))
     return f"{prefix}_{hashlib.sha256(seed.encode()).hexdigest()[:32]}"

@@ -1,0 +1,89 @@
+"""Shutdown while a whole (non-streamed) reply is being written.
+
+A server under flow control makes the app's ``send`` wait until the client reads (a
+slow client, a large reply). If the shutdown's grace period ends then, the server
+cancels the app, and the app ends what it had begun: a reply that has not begun gets a
+503 "shutting down", one that has begun must be left alone, never get a second status
+line. uvicorn buffers a whole reply in one write, so this is driven here, in process,
+with an ASGI server of our own whose ``send`` blocks on the body as flow control does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from toolwire.config import parse_config
+from toolwire.server._factory import build_app
+
+CONFIG = """
+[server]
+store = "none"
+
+[[upstreams]]
+name = "mock"
+kind = "mock"
+default = true
+"""
+
+
+class StalledClient:
+    """An ASGI server's side of one request whose client stops reading once the body
+    starts: ``send`` records each message, and blocks for good on the first body (what
+    comes after the app is cancelled is recorded and not waited on, as a server does once
+    it gives up on a connection)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.request = orjson.dumps(body)
+        self.sent: list[dict[str, Any]] = []
+        self.blocked = asyncio.Event()
+
+    async def receive(self) -> dict[str, Any]:
+        if self.request:
+            request, self.request = self.request, b""
+            return {"type": "http.request", "body": request, "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError("unreachable")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        if message["type"] == "http.response.body" and not self.blocked.is_set():
+            self.blocked.set()
+            await asyncio.Event().wait()
+
+
+def scope() -> dict[str, Any]:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/v1/responses", "raw_path": b"/v1/responses", "query_string": b"",
+        "root_path": "", "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8787),
+    }
+
+
+async def test_a_reply_that_began_gets_no_second_status_when_the_grace_ends() -> None:
+    app = build_app(parse_config(CONFIG))
+    client = StalledClient({"model": "m", "input": "hello", "stream": False})
+    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
+    async with asyncio.timeout(30):
+        await client.blocked.wait()
+    serving.cancel()  # the grace period is over
+    await asyncio.gather(serving, return_exceptions=True)
+    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
+    assert starts == [200]
+
+
+async def test_a_stream_that_began_is_ended_with_response_failed_when_the_grace_ends() -> None:
+    app = build_app(parse_config(CONFIG))
+    client = StalledClient({"model": "m", "input": "hello", "stream": True})
+    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
+    async with asyncio.timeout(30):
+        await client.blocked.wait()
+    serving.cancel()
+    await asyncio.gather(serving, return_exceptions=True)
+    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
+    assert starts == [200]
+    body = b"".join(message.get("body", b"") for message in client.sent if message["type"] == "http.response.body")
+    assert b"event: response.failed" in body and b"The gateway is shutting down." in body, body[-500:]
