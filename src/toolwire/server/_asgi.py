@@ -17,11 +17,14 @@ async def send_bytes(
     body: bytes,
     content_type: bytes,
     headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    prefix: str = "",
 ) -> None:
+    """A whole response; ``prefix="websocket."`` sends it as a refused WebSocket handshake."""
     raw_headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
     raw_headers.extend(headers or ())
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": prefix + "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": prefix + "http.response.body", "body": body})
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:

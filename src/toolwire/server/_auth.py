@@ -1,5 +1,9 @@
 """Client authentication: ``Authorization: Bearer <key>`` on every ``/v1/*`` request.
 
+A WebSocket is authenticated by its handshake, like any request: without a valid key
+the upgrade is refused with the same 401 (or, where the server cannot send a body with
+a refused handshake, a plain refusal: 403).
+
 Keys are compared in constant time, against every configured key, so neither a key's
 content nor which key matched leaks through timing. The client's key is checked here
 and goes no further: the upstream gets the gateway's own key.
@@ -30,6 +34,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_UNAUTHORIZED = {
+    "error": {
+        "message": "Missing or invalid API key: send 'Authorization: Bearer <key>'.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
+
+
 class ClientAuth:
     """ASGI middleware that answers 401 to a ``/v1/*`` request without a valid key."""
 
@@ -38,16 +52,16 @@ class ClientAuth:
         self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/v1/") and not self._authorized(scope):
-            body = {
-                "error": {
-                    "message": "Missing or invalid API key: send 'Authorization: Bearer <key>'.",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "invalid_api_key",
-                }
-            }
-            await send_bytes(send, 401, orjson.dumps(body), b"application/json", [(b"www-authenticate", b"Bearer")])
+        kind = scope["type"]
+        if kind in ("http", "websocket") and scope["path"].startswith("/v1/") and not self._authorized(scope):
+            body = orjson.dumps(_UNAUTHORIZED)
+            if kind == "http":
+                await send_bytes(send, 401, body, b"application/json", [(b"www-authenticate", b"Bearer")])
+            elif "websocket.http.response" in scope.get("extensions", {}):
+                await send_bytes(send, 401, body, b"application/json", [(b"www-authenticate", b"Bearer")],
+                                 prefix="websocket.")
+            else:
+                await send({"type": "websocket.close", "code": 1008})
             return
         await self.app(scope, receive, send)
 

@@ -15,7 +15,7 @@ keys (read from the environment, as the backends read them) and the client keys.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from starlette.requests import Request
@@ -51,6 +51,8 @@ class Observability(NamedTuple):
     observers: list[ExchangeObserver]
     routes: list[BaseRoute]
     redactor: Redactor
+    limit_tripped: Callable[[str], None]
+    """Count a connection bound that tripped (``MetricsObserver.limit_tripped``)."""
 
 
 def observability(
@@ -83,7 +85,7 @@ def observability(
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))
-    return Observability(observers, routes, redactor)
+    return Observability(observers, routes, redactor, metrics.limit_tripped)
 
 
 async def _inspector_off(request: Request) -> Response:

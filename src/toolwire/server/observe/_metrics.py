@@ -14,6 +14,10 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``conversions_total``                       counter    upstream, conversion
 ``open_streams``                            gauge      (streaming requests in progress)
 ``requests_in_progress``                    gauge
+``connection_limits_total``                 counter    limit (a connection bound that
+                                                       tripped: ``message_size``,
+                                                       ``lifetime``, ``ping_timeout``,
+                                                       ``handshake_timeout``)
 ==========================================  =========  ====================================
 
 plus the standard ``process_*``, ``python_gc_*`` and ``python_info`` metrics.
@@ -130,6 +134,10 @@ class MetricsObserver:
             "toolwire_conversions", "Conversions applied to requests and streams.",
             ["upstream", "conversion"], registry=r,
         )
+        self.connection_limits = Counter(
+            "toolwire_connection_limits", "Connections ended by one of the gateway's bounds, by bound.",
+            ["limit"], registry=r,
+        )
         self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
         ProcessCollector(registry=r)
@@ -159,6 +167,10 @@ class MetricsObserver:
             labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()
         for conversion in exchange.conversions:
             labelled(self.conversions, upstream, self._conversion(conversion)).inc()
+
+    def limit_tripped(self, limit: str) -> None:
+        """A connection met one of its bounds (a fixed set of names: see the module docstring)."""
+        self._labelled(self.connection_limits, limit).inc()
 
     def _labelled(self, metric: _Metric, *values: str) -> _Metric:
         """``metric.labels(*values)``, looked up in a dict: ``labels`` validates the values
