@@ -37,6 +37,11 @@ Still in every request: ``current_date``/``timezone``/``cwd`` in the
 byte-identical between runs. Codex always prints ``Reading additional input from
 stdin...`` and a banner on stderr; stdout holds only the final assistant message.
 
+With ``builtin=True`` the run uses Codex's built-in OpenAI provider instead, re-pointed
+at ``base_url`` with ``openai_base_url`` (the other way users connect: WebSocket first,
+remote compaction), its key in ``CODEX_API_KEY``; the quiet settings above still apply.
+``version`` installs and runs another Codex release beside the pinned one.
+
 ``extra_config`` is appended verbatim at the end of ``config.toml``. Every generated
 setting is a root-level key (the provider is an inline table), so ``extra_config`` may add
 root keys or ``[tables]``; a default above whose key starts a line of ``extra_config`` is
@@ -55,7 +60,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CODEX_VERSION", "CodexResult", "ensure_codex", "render_config", "run_codex"]
+__all__ = ["CODEX_VERSION", "CodexResult", "ensure_codex", "render_builtin_config", "render_config", "run_codex"]
 
 CODEX_VERSION = "0.169.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,18 +84,19 @@ class CodexResult:
     last_message: str
 
 
-def ensure_codex() -> Path:
-    """Install the pinned Codex CLI under ``.cache/`` if needed; return the binary."""
-    binary = CODEX_PREFIX / "node_modules" / ".bin" / "codex"
+def ensure_codex(version: str = CODEX_VERSION) -> Path:
+    """Install that Codex CLI (the pinned one by default) under ``.cache/`` if needed; return the binary."""
+    prefix = REPO_ROOT / ".cache" / f"codex-{version}"
+    binary = prefix / "node_modules" / ".bin" / "codex"
     if binary.exists():
         return binary
-    CODEX_PREFIX.parent.mkdir(parents=True, exist_ok=True)
-    with open(CODEX_PREFIX.parent / f"codex-{CODEX_VERSION}.lock", "w") as lock:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"codex-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CODEX_PREFIX)]
+            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
             proc = subprocess.run(
-                [*cmd, f"@openai/codex@{CODEX_VERSION}"],
+                [*cmd, f"@openai/codex@{version}"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -101,12 +107,23 @@ def ensure_codex() -> Path:
     return binary
 
 
+def _quiet_lines(extra_config: str) -> list[str]:
+    return [
+        f"{key} = {value}"
+        for key, value in QUIET_DEFAULTS.items()
+        if not re.search(rf"^\s*\[?\s*{re.escape(key)}\b", extra_config, re.MULTILINE)
+    ]
+
+
+def render_builtin_config(base_url: str, extra_config: str = "") -> str:
+    """The ``config.toml`` text ``run_codex(builtin=True)`` writes: ``openai_base_url`` alone."""
+    lines = [f'openai_base_url = "{base_url}"', *_quiet_lines(extra_config)]
+    return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
+
+
 def render_config(base_url: str, extra_config: str = "") -> str:
     """The ``config.toml`` text ``run_codex`` writes."""
-    lines = ['model_provider = "local"']
-    for key, value in QUIET_DEFAULTS.items():
-        if not re.search(rf"^\s*\[?\s*{re.escape(key)}\b", extra_config, re.MULTILINE):
-            lines.append(f"{key} = {value}")
+    lines = ['model_provider = "local"', *_quiet_lines(extra_config)]
     lines.append(
         "model_providers = { local = { "
         f'name = "local", base_url = "{base_url}", env_key = "LOCAL_KEY", '
@@ -128,6 +145,7 @@ def _env(
     env.update(
         CODEX_HOME=str(codex_home),
         LOCAL_KEY=api_key,
+        CODEX_API_KEY=api_key,
         HOME=str(root / "home"),
         TMPDIR=str(root / "tmp"),
         NO_PROXY="127.0.0.1,localhost",
@@ -153,14 +171,17 @@ def run_codex(
     extra_config: str = "",
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    builtin: bool = False,
+    version: str = CODEX_VERSION,
 ) -> CodexResult:
     """Run one ``codex exec`` turn against ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
-    binary = ensure_codex()
+    binary = ensure_codex(version)
     with tempfile.TemporaryDirectory(prefix="codex-run-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         home = codex_home if codex_home is not None else root / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text(render_config(base_url, extra_config))
+        render = render_builtin_config if builtin else render_config
+        (home / "config.toml").write_text(render(base_url, extra_config))
         proc = subprocess.Popen(
             [
                 str(binary),
