@@ -46,8 +46,8 @@ def summarize(exchange: Exchange, redactor: Redactor | None = None) -> dict[str,
     ``latency_ms``, ``ttft_ms`` (to the first upstream chunk), ``input_tokens``,
     ``output_tokens``, ``tool_calls`` (``[{name, namespace, type}]``, type being
     function_call | custom_tool_call | tool_search_call), ``conversions`` (labels such as
-    "custom apply_patch restored"). Only when there is one: ``error`` and ``error_kind``;
-    ``warnings``. The free-text fields (``error``, ``warnings``) go through ``redactor``,
+    "custom apply_patch restored"). Only when there is one: ``previous_response_id`` (the
+    response the request continued); ``error`` and ``error_kind``; ``warnings``. The free-text fields (``error``, ``warnings``) go through ``redactor``,
     in case an upstream echoed a key.
     """
     usage = exchange.usage or {}
@@ -68,6 +68,8 @@ def summarize(exchange: Exchange, redactor: Redactor | None = None) -> dict[str,
         ],
         "conversions": exchange.conversions,
     }
+    if exchange.previous_response_id:
+        line["previous_response_id"] = exchange.previous_response_id
     if exchange.error:
         line["error"] = redactor.text(exchange.error) if redactor else exchange.error
         line["error_kind"] = exchange.error_kind
