@@ -443,6 +443,28 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_with_1001(
         assert gateway.process.wait(timeout=30) in (0, -signal.SIGTERM)
 
 
+async def test_a_response_still_running_after_the_grace_fails_then_closes_with_1001(
+    tmp_path: Path, _session_upstream: ChatUpstream
+) -> None:
+    upstream = _session_upstream
+    upstream.enqueue(Stall(after_chunks=3, seconds=60, reply=Text("never finishes while the gateway lives")))
+    with GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--shutdown-grace", "1") as gateway:
+        async with session(gateway) as ws:
+            await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "slow"}))
+            while (await next_event(ws))["type"] != "response.output_text.delta":
+                pass
+            assert gateway.process is not None
+            gateway.process.send_signal(signal.SIGTERM)
+            rest = await exchange(ws)
+            assert rest[-1]["type"] == "response.failed"
+            assert "shutting down" in rest[-1]["response"]["error"]["message"]
+            with pytest.raises(ConnectionClosed) as closed:
+                await next_event(ws)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        assert gateway.process.wait(timeout=30) in (0, -signal.SIGTERM)
+    assert wait_until(lambda: len(upstream.disconnects) == 1, timeout=10)
+
+
 # --------------------------------------------------------------------------- many at once
 
 SESSIONS = 200
