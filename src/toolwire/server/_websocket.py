@@ -139,6 +139,8 @@ class ResponsesConnection:
             # The shutdown's grace period is over; the pipeline has ended the response.
             await self._close(GOING_AWAY, "The gateway is shutting down.")
             raise
+        except OSError:
+            pass  # the client went away while it was being answered: no one is left to tell
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
