@@ -87,9 +87,6 @@ class ConnectionHistory:
     def keeps_responses(self, store_requested: bool) -> bool:
         return True
 
-    def __contains__(self, response_id: object) -> bool:
-        return response_id in self._conversations
-
     async def conversation(self, previous_response_id: str) -> list[ItemDict]:
         held = self._conversations.get(previous_response_id)
         if held is not None:

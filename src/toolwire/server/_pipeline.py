@@ -117,7 +117,7 @@ class ExchangePipeline:
             exchange.previous_response_id = request.previous_response_id
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
-            keep = Keeper.for_request(history, request)
+            keep = Keeper(history, request)
             request = await keep.with_history(request)
             call = route.backend.prepare(
                 request,
@@ -181,10 +181,6 @@ class Keeper:
         self._before: list[ItemDict] = []
         if history.keeps_responses(self._store_requested) or self._previous is not None:
             self._own_input = [dump_item(item) for item in request.input_items()]
-
-    @classmethod
-    def for_request(cls, history: History, request: ResponsesRequest) -> Keeper:
-        return cls(history, request)
 
     async def with_history(self, request: ResponsesRequest) -> ResponsesRequest:
         """``request`` with the conversation so far before its own input, when it continues one."""
