@@ -6,6 +6,11 @@ does not know gets fallback metadata (no ``apply_patch``, a 272k context window,
 module writes the two things that fix that: the provider section of Codex's
 ``config.toml`` and a ``model_catalog_json`` file with one entry per model.
 
+Codex reaches the gateway one of two ways (``CodexSetup.builtin``): a provider of its
+own (``[model_providers.toolwire]``, HTTP + SSE), or its built-in OpenAI provider
+re-pointed with ``openai_base_url`` (WebSocket first, remote compaction; its key in
+``OPENAI_API_KEY``, or ``CODEX_API_KEY`` for ``codex exec``). The catalog is the same.
+
 What Codex 0.169.0 accepts, measured with the real CLI (``codex debug models`` renders
 the catalog it loaded; ``codex exec`` shows the request it then sends):
 
@@ -121,10 +126,19 @@ class CodexSetup:
     instructions: str = DEFAULT_INSTRUCTIONS
     catalog_path: str = field(default="")
     """Where the catalog file is (``model_catalog_json``); set by the writer."""
+    builtin: bool = False
+    """Re-point Codex's built-in OpenAI provider (``openai_base_url``) instead of adding one."""
 
     def __post_init__(self) -> None:
         if not self.models:
             raise ValueError("at least one --model is needed")
+        if self.builtin:
+            if self.api_key_env:
+                raise ValueError(
+                    "--api-key-env does not apply with --builtin: Codex's built-in provider reads "
+                    "its key from OPENAI_API_KEY (or CODEX_API_KEY for codex exec)"
+                )
+            return
         if self.provider_id in BUILT_IN_PROVIDERS:
             raise ValueError(
                 f"--provider-id {self.provider_id!r} is one of Codex's built-in providers, which "
@@ -211,11 +225,19 @@ def normalize_base_url(url: str) -> str:
     return url + "/v1" if not parts.path.strip("/") else url
 
 
-def provider_settings(setup: CodexSetup) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The root keys and the ``[model_providers.<id>]`` table that ``setup`` sets."""
-    root: dict[str, Any] = {"model_provider": setup.provider_id, "model": setup.models[0].name}
+def provider_settings(setup: CodexSetup) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The root keys and the ``[model_providers.<id>]`` table that ``setup`` sets (None
+    with ``builtin``: the built-in provider needs only ``openai_base_url``)."""
+    root: dict[str, Any] = (
+        {"openai_base_url": setup.base_url}
+        if setup.builtin
+        else {"model_provider": setup.provider_id}
+    )
+    root["model"] = setup.models[0].name
     if setup.catalog_path:
         root["model_catalog_json"] = setup.catalog_path
+    if setup.builtin:
+        return root, None
     provider: dict[str, Any] = {
         # Never "OpenAI": that name switches on OpenAI-only behaviour in Codex.
         "name": setup.provider_id,
@@ -235,11 +257,16 @@ def render_config(setup: CodexSetup) -> str:
 def update_config(text: str, setup: CodexSetup) -> str:
     """``text`` (a ``config.toml``) with ``setup``'s keys set; comments, formatting and
     every other key kept. A provider table that exists is updated in place (its other
-    keys kept), in the style it was written in (table or inline table)."""
+    keys kept), in the style it was written in (table or inline table). With
+    ``builtin``, ``model_provider`` is removed (the built-in provider is the default)
+    and provider tables are left as they are."""
     document = tomlkit.parse(text)
     root, provider = provider_settings(setup)
     for key, value in root.items():
         document[key] = value
+    if provider is None:
+        document.pop("model_provider", None)
+        return tomlkit.dumps(document)
     providers = document.get("model_providers")
     if providers is None:
         providers = tomlkit.table(is_super_table=True)

@@ -40,6 +40,11 @@ Still in every request: ``current_date``/``timezone``/``cwd`` in the
 byte-identical between runs. Codex always prints ``Reading additional input from
 stdin...`` and a banner on stderr; stdout holds only the final assistant message.
 
+With ``builtin=True`` the run uses Codex's built-in OpenAI provider instead, re-pointed
+at ``base_url`` with ``openai_base_url`` (the other way users connect: WebSocket first,
+remote compaction), its key in ``CODEX_API_KEY``; the quiet settings above still apply.
+``version`` installs and runs another Codex release beside the pinned one.
+
 ``extra_config`` is appended verbatim at the end of ``config.toml``. Every generated
 setting is a root-level key (the provider is an inline table), so ``extra_config`` may add
 root keys or ``[tables]``; a default above whose key starts a line of ``extra_config`` is
@@ -64,6 +69,7 @@ __all__ = [
     "SMOKE_CODEX_VERSIONS",
     "CodexResult",
     "ensure_codex",
+    "render_builtin_config",
     "render_config",
     "run_codex",
 ]
@@ -114,12 +120,23 @@ def ensure_codex(version: str = CODEX_VERSION) -> Path:
     return binary
 
 
+def _quiet_lines(extra_config: str) -> list[str]:
+    return [
+        f"{key} = {value}"
+        for key, value in QUIET_DEFAULTS.items()
+        if not re.search(rf"^\s*\[?\s*{re.escape(key)}\b", extra_config, re.MULTILINE)
+    ]
+
+
+def render_builtin_config(base_url: str, extra_config: str = "") -> str:
+    """The ``config.toml`` text ``run_codex(builtin=True)`` writes: ``openai_base_url`` alone."""
+    lines = [f'openai_base_url = "{base_url}"', *_quiet_lines(extra_config)]
+    return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
+
+
 def render_config(base_url: str, extra_config: str = "") -> str:
     """The ``config.toml`` text ``run_codex`` writes."""
-    lines = ['model_provider = "local"']
-    for key, value in QUIET_DEFAULTS.items():
-        if not re.search(rf"^\s*\[?\s*{re.escape(key)}\b", extra_config, re.MULTILINE):
-            lines.append(f"{key} = {value}")
+    lines = ['model_provider = "local"', *_quiet_lines(extra_config)]
     lines.append(
         "model_providers = { local = { "
         f'name = "local", base_url = "{base_url}", env_key = "LOCAL_KEY", '
@@ -141,6 +158,7 @@ def _env(
     env.update(
         CODEX_HOME=str(codex_home),
         LOCAL_KEY=api_key,
+        CODEX_API_KEY=api_key,
         HOME=str(root / "home"),
         TMPDIR=str(root / "tmp"),
         NO_PROXY="127.0.0.1,localhost",
@@ -166,16 +184,18 @@ def run_codex(
     extra_config: str = "",
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    builtin: bool = False,
     version: str = CODEX_VERSION,
 ) -> CodexResult:
     """Run one ``codex exec`` turn of Codex ``version`` against ``base_url``
-    (``http://127.0.0.1:PORT/v1``)."""
+    (``http://127.0.0.1:PORT/v1``); ``builtin``: through Codex's built-in OpenAI provider."""
     binary = ensure_codex(version)
     with tempfile.TemporaryDirectory(prefix="codex-run-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         home = codex_home if codex_home is not None else root / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text(render_config(base_url, extra_config))
+        render = render_builtin_config if builtin else render_config
+        (home / "config.toml").write_text(render(base_url, extra_config))
         proc = subprocess.Popen(
             [
                 str(binary),

@@ -28,16 +28,21 @@ def free_port() -> int:
 
 
 class GatewayProcess:
-    """``toolwire serve --upstream URL ...`` on a free port; ``base_url`` ends in ``/v1``."""
+    """``toolwire serve --upstream URL ...`` on a free port; ``base_url`` ends in ``/v1``.
 
-    def __init__(self, upstream_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
+    ``upstream_url=None`` starts it with no ``--upstream`` (its ``--config`` has them).
+    """
+
+    def __init__(
+        self, upstream_url: str | None, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         self.log_path = log_path
+        upstream = ["--upstream", upstream_url, "--upstream-key-env", UPSTREAM_KEY_ENV] if upstream_url else []
         self.args = [
             sys.executable, "-m", "toolwire", "serve",
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--upstream", upstream_url,
-            "--upstream-key-env", UPSTREAM_KEY_ENV,
+            *upstream,
             "--store", f"sqlite:///{log_path.with_suffix('.sqlite3')}",
             *extra_args,
         ]

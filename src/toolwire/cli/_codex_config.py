@@ -57,6 +57,13 @@ def codex_config_command(
     tool_search: Annotated[
         bool, typer.Option(help="Let Codex send tool_search and defer tools to it.")
     ] = False,
+    builtin: Annotated[
+        bool,
+        typer.Option(
+            help="Re-point Codex's built-in OpenAI provider (openai_base_url: WebSocket, remote "
+            "compaction; key in OPENAI_API_KEY or CODEX_API_KEY) instead of adding a provider."
+        ),
+    ] = False,
     provider_id: Annotated[
         str, typer.Option(help="The model_providers id in config.toml.")
     ] = "toolwire",
@@ -88,13 +95,15 @@ def codex_config_command(
             provider_id=provider_id,
             api_key_env=api_key_env,
             instructions=instructions,
+            builtin=builtin,
         )
         if codex_home is not None:
             config_path, catalog_path = write_codex_home(codex_home, setup)
             typer.echo(f"updated {config_path}")
-            typer.echo(
-                f"wrote {catalog_path} ({len(setup.models)} model(s) for provider {setup.provider_id})"
-            )
+            provider = "Codex's built-in provider" if builtin else f"provider {setup.provider_id}"
+            typer.echo(f"wrote {catalog_path} ({len(setup.models)} model(s) for {provider})")
+            if builtin:
+                typer.echo("Codex reads the gateway's client key from OPENAI_API_KEY (CODEX_API_KEY for codex exec).")
             return
         catalog_path = (default_codex_home() / CATALOG_FILE_NAME).resolve()
         setup = replace(setup, catalog_path=str(catalog_path))

@@ -75,6 +75,21 @@ def serve(
     shutdown_grace: Annotated[
         float | None, typer.Option(help="On SIGTERM, seconds running streams get to finish before they are failed [30].")
     ] = None,
+    handshake_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a new connection gets to send its request head (a WebSocket upgrade or any request) [10].")
+    ] = None,
+    ws_max_message_bytes: Annotated[
+        int | None, typer.Option(help="Largest WebSocket message accepted; a larger one closes the connection with 1009 [--max-body-bytes].")
+    ] = None,
+    ws_max_lifetime: Annotated[
+        float | None, typer.Option(help="Seconds a WebSocket connection lasts before it is closed [3600].")
+    ] = None,
+    ws_ping_interval: Annotated[
+        float | None, typer.Option(help="Seconds between pings on an open WebSocket; 0 sends none [20].")
+    ] = None,
+    ws_ping_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a WebSocket client gets to answer a ping before it is dropped [20].")
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -113,6 +128,11 @@ def serve(
         "upstream_timeout": upstream_timeout,
         "upstream_retries": upstream_retries,
         "shutdown_grace": shutdown_grace,
+        "handshake_timeout": handshake_timeout,
+        "ws_max_message_bytes": ws_max_message_bytes,
+        "ws_max_lifetime": ws_max_lifetime,
+        "ws_ping_interval": ws_ping_interval,
+        "ws_ping_timeout": ws_ping_timeout,
         "workers": workers,
         "store": store,
         "store_ttl_seconds": store_ttl,
@@ -149,12 +169,31 @@ def serve(
         "log_level": log_level.value,
         "access_log": False,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
-        "http": "httptools",
         "timeout_graceful_shutdown": server.shutdown_grace,  # a float works: it goes to asyncio.wait_for
+        **uvicorn_protocols(server),
     }
     if server.workers > 1 and reuse_port_supported():
         raise typer.Exit(run_workers(uvicorn_config, server.workers, log_level.value))
     uvicorn.run(**uvicorn_config, workers=server.workers)
+
+
+def uvicorn_protocols(server: ServerConfig) -> dict[str, Any]:
+    """uvicorn's protocol settings: httptools for HTTP/1.1 and the sans-I/O ``websockets``
+    protocol for WebSocket, each through toolwire's subclass (``toolwire.server._uvicorn``:
+    the handshake time limit, finishing responses on shutdown), with the WebSocket bounds.
+
+    Per-message deflate is off: the events are small and the clients local or near, so
+    compressing every message would cost CPU (and a zlib context per connection) for
+    little; SSE is not compressed either.
+    """
+    return {
+        "http": "toolwire.server._uvicorn:HandshakeTimedHttpProtocol",
+        "ws": "toolwire.server._uvicorn:DrainingWebSocketProtocol",
+        "ws_max_size": server.ws_message_limit,
+        "ws_ping_interval": server.ws_ping_interval or None,
+        "ws_ping_timeout": server.ws_ping_timeout,
+        "ws_per_message_deflate": False,
+    }
 
 
 def with_flags(

@@ -30,6 +30,18 @@ class ServerConfig(_Strict):
     upstream_timeout: float = Field(default=300.0, gt=0)
     upstream_retries: int = Field(default=3, ge=1, le=10)
     shutdown_grace: float = Field(default=30.0, ge=0)
+    # Seconds a new connection gets to send its request head (a WebSocket upgrade, or any
+    # request); one that has not is closed.
+    handshake_timeout: float = Field(default=10.0, gt=0)
+    # Responses over WebSocket (GET /v1/responses with Upgrade: websocket): a larger
+    # message closes the connection with 1009 (None: max_body_bytes); a connection is
+    # closed after ws_max_lifetime seconds (the Open Responses limit: 60 minutes); it is
+    # pinged every ws_ping_interval seconds (0: never) and dropped when the pong does not
+    # come within ws_ping_timeout.
+    ws_max_message_bytes: int | None = Field(default=None, gt=0)
+    ws_max_lifetime: float = Field(default=3600.0, gt=0)
+    ws_ping_interval: float = Field(default=20.0, ge=0)
+    ws_ping_timeout: float = Field(default=20.0, gt=0)
     # Stored responses (previous_response_id, GET /v1/responses/{id}): sqlite:///path,
     # sqlite:// (under the user's state directory), memory://, redis://host:port/db, or
     # "none" to keep nothing.
@@ -46,6 +58,11 @@ class ServerConfig(_Strict):
     inspector: bool = False
     inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
     inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
+
+    @property
+    def ws_message_limit(self) -> int:
+        """The largest WebSocket message accepted, in bytes."""
+        return self.ws_max_message_bytes if self.ws_max_message_bytes is not None else self.max_body_bytes
 
 
 class UpstreamConfig(_Strict):

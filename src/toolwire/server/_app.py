@@ -1,14 +1,20 @@
-"""The ASGI application: routes, lifespan, and health endpoints."""
+"""The ASGI application: routes, lifespan, and health endpoints.
+
+``/v1/responses`` is served by both transports: ``POST`` over HTTP + SSE, ``GET`` with
+``Upgrade: websocket`` over a WebSocket. The lifespan hands uvicorn's protocols the
+settings they enforce (``_uvicorn``).
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from toolwire.errors import NotFoundError, UpstreamError
 
@@ -16,10 +22,13 @@ from ._admin import admin_routes
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
 from ._http_responses import ResponsesHttpEndpoint
+from ._model_list import model_list
 from ._pipeline import ExchangePipeline
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._stored import stored_routes
+from ._uvicorn import PROTOCOL_STATE, ProtocolSettings
+from ._websocket import ResponsesWebSocketEndpoint
 from .observe import KeyUsageObserver, LogObserver
 from .types import ASGIApp, Receive, Scope, Send
 
@@ -60,15 +69,11 @@ def create_app(
                           "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}}
         return JSONResponse(body, status_code=405)
 
-    async def models(request: Request) -> Response:
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": router.upstream_of(name) or "toolwire"}
-                for name in router.model_names]
-        return JSONResponse({"object": "list", "data": data})
-
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[Mapping[str, Any]]:
+        protocols = ProtocolSettings(settings.websocket.handshake_timeout, settings.limit_tripped)
         try:
-            yield
+            yield {PROTOCOL_STATE: protocols}
         finally:
             await router.aclose()
             if settings.store is not None:
@@ -76,11 +81,13 @@ def create_app(
             if gate is not None:
                 await gate.aclose()
 
-    responses = ResponsesHttpEndpoint(ExchangePipeline(router, settings, observers))
+    pipeline = ExchangePipeline(router, settings, observers)
+    responses = ResponsesHttpEndpoint(pipeline)
     app = Starlette(
         routes=[
             Route("/v1/responses", responses, methods=["POST"]),
-            Route("/v1/models", models, methods=["GET"]),
+            WebSocketRoute("/v1/responses", ResponsesWebSocketEndpoint(pipeline)),
+            Route("/v1/models", model_list(router, settings.codex_models), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *(stored_routes(settings.store) if settings.store is not None else ()),

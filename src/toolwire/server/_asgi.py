@@ -1,9 +1,10 @@
-"""Small ASGI helpers: sending a whole response, reading a bounded body."""
+"""Small ASGI helpers: sending a whole response, reading a bounded body (decoded when compressed)."""
 
 from __future__ import annotations
 
 from toolwire.errors import RequestError
 
+from ._content_coding import BodyDecoder, body_decoder
 from .types import Receive, Scope, Send
 
 
@@ -17,17 +18,27 @@ async def send_bytes(
     body: bytes,
     content_type: bytes,
     headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    prefix: str = "",
 ) -> None:
+    """A whole response; ``prefix="websocket."`` sends it as a refused WebSocket handshake."""
     raw_headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
     raw_headers.extend(headers or ())
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": prefix + "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": prefix + "http.response.body", "body": body})
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The request body, refusing (413) one larger than ``limit`` without reading it whole."""
+    """The request body, refusing (413) one larger than ``limit`` without reading it whole.
+
+    A body sent with ``Content-Encoding: gzip`` or ``zstd`` is decoded as it arrives; the
+    limit applies to it both as sent and decoded (``_content_coding``).
+    """
+    decoder: BodyDecoder | None = None
     for name, value in scope["headers"]:
-        if name == b"content-length":
+        if name == b"content-encoding":
+            decoder = body_decoder(value, limit)
+        elif name == b"content-length":
             try:
                 declared = int(value)
             except ValueError:
@@ -44,8 +55,10 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
-        chunks.append(chunk)
+        chunks.append(chunk if decoder is None else decoder.decode(chunk))
         if not message.get("more_body", False):
+            if decoder is not None:
+                decoder.flush()
             return b"".join(chunks)
 
 

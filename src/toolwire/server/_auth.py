@@ -6,6 +6,10 @@ answers 401 for a missing, unknown, revoked or expired key and 503 when the key 
 cannot be reached, and otherwise leaves the caller in the scope (``principal_of``) for
 the endpoints: admission, stored responses' owners and metrics read it there. The
 client's key is checked here and goes no further: the upstream gets the gateway's own.
+
+A WebSocket is authenticated by its handshake, like any request: without a valid key
+the upgrade is refused with the same error (or, where the server cannot send a body with
+a refused handshake, a plain refusal: 403).
 """
 
 from __future__ import annotations
@@ -59,12 +63,19 @@ class ClientAuth:
         self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+        kind = scope["type"]
+        if kind in ("http", "websocket") and scope["path"].startswith("/v1/"):
             try:
                 scope[PRINCIPAL_SCOPE_KEY] = await self.gate.authenticate(authorization_of(scope))
             except Exception as exc:
                 error = as_toolwire_error(exc)
                 headers = [(b"www-authenticate", b"Bearer")] if isinstance(exc, InvalidKey) else []
-                await send_bytes(send, error.status, orjson.dumps(error.to_body()), b"application/json", headers)
+                body = orjson.dumps(error.to_body())
+                if kind == "http":
+                    await send_bytes(send, error.status, body, b"application/json", headers)
+                elif "websocket.http.response" in scope.get("extensions", {}):
+                    await send_bytes(send, error.status, body, b"application/json", headers, prefix="websocket.")
+                else:
+                    await send({"type": "websocket.close", "code": 1008})
                 return
         await self.app(scope, receive, send)

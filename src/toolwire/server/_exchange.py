@@ -33,6 +33,7 @@ class Exchange:
     started_at: float = field(default_factory=time.monotonic)
     received_at: float = field(default_factory=time.time)
     model: str | None = None
+    previous_response_id: str | None = None
     upstream: str | None = None
     upstream_model: str | None = None
     stream: bool = False

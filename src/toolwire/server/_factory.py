@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 
+from toolwire.codex_config import DEFAULT_CONTEXT_WINDOW, CodexModel
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
 from toolwire.store import open_store
@@ -19,7 +20,7 @@ from toolwire.store import open_store
 from ._app import create_app
 from ._auth import parse_client_keys
 from ._routing import build_router
-from ._settings import GatewaySettings
+from ._settings import GatewaySettings, WebSocketSettings
 from .observe import observability
 from .types import ASGIApp
 
@@ -52,6 +53,16 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         gate=gate,
         store=store,
         redact=observed.redactor.redact_json,
+        websocket=WebSocketSettings(
+            max_message_bytes=server.ws_message_limit,
+            max_lifetime=server.ws_max_lifetime,
+            handshake_timeout=server.handshake_timeout,
+        ),
+        limit_tripped=observed.limit_tripped,
+        codex_models=tuple(
+            CodexModel(model.name, context_window=model.context_window or DEFAULT_CONTEXT_WINDOW, reasoning=model.reasoning)
+            for model in config.models
+        ),
     )
     return create_app(
         build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes

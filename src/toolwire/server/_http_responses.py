@@ -45,7 +45,7 @@ class ResponsesHttpEndpoint:
         except Exception as exc:
             await send_error(send, exc)
             return
-        await self.pipeline.serve(body, SseTransport(send, receive), principal_of(scope))
+        await self.pipeline.serve(body, SseTransport(send, receive), principal=principal_of(scope))
 
 
 class SseTransport:

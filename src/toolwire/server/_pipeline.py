@@ -2,18 +2,22 @@
 
 parse -> history (``previous_response_id``) -> route -> prepare (the backend's
 translation) -> the backend's answer as a stream of Responses events, or as one
-Response object -> stored, when the request asks for it. The pure core does the work;
+Response object -> kept, for later requests to continue. The pure core does the work;
 the pipeline moves it along and keeps the ``Exchange`` record that observers (logs,
 metrics, captures) read. It knows no transport: a ``Transport`` (HTTP + SSE, a
-WebSocket) hands it the request body and delivers what it says.
+WebSocket) hands it the request body and delivers what it says, and may name the
+``History`` its requests continue (the response store unless it says otherwise; a
+WebSocket adds the connection's own responses). A request may also ask for no answer
+from the model (``generate=False``): its response is created, empty, for a later
+request to continue, and nothing goes upstream.
 
 The whole exchange runs beside the transport's watch on the client: when the client
 goes away, before the upstream's first byte or mid-stream, the exchange is cancelled at
 once, which closes the upstream connection.
 
 The caller the transport authenticated (a ``Principal``) is admitted by the ``KeyGate``
-once the model is known (``gate.admit``: 403, 429); what it stores is kept under its
-owner, and only its own stored responses can be continued.
+once the model is known (``gate.admit``: 403, 429); what it keeps is kept under its
+owner, and only its own responses can be continued.
 """
 
 from __future__ import annotations
@@ -22,25 +26,28 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.errors import RequestError
 from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
-from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse, with_previous
+from toolwire.store import ItemDict, StoredResponse, with_previous
 from toolwire.translate import AnswerTranslator
-from toolwire.upstream import StreamBatches
+from toolwire.upstream import ListBatches, StreamBatches
 
 from ._answer import Answer, Keep, pump
 from ._exchange import Exchange, ExchangeObserver
+from ._history import History, StoreHistory
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._transport import Transport
+from ._unsampled import UnsampledMachine
 
 log = logging.getLogger("toolwire.server")
+
+_FAILED = frozenset({"error", "failed"})
 
 
 class ExchangePipeline:
@@ -52,18 +59,33 @@ class ExchangePipeline:
         self.router = router
         self.settings = settings
         self.observers = tuple(observers)
+        self.store_history = StoreHistory(settings.store)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
-    async def serve(self, body: bytes, transport: Transport, principal: Principal | None = None) -> Exchange:
+    async def serve(
+        self,
+        body: bytes,
+        transport: Transport,
+        *,
+        principal: Principal | None = None,
+        history: History | None = None,
+        generate: bool = True,
+    ) -> Exchange:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
-        through ``transport``; the finished record."""
+        through ``transport``; the finished record.
+
+        ``history`` is where ``previous_response_id`` is looked up and the response kept
+        (the response store by default); a continuation that fails is forgotten there.
+        ``generate=False`` creates the response without asking the model.
+        """
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
         exchange.key_name = principal.name if principal is not None else None
+        history = self.store_history if history is None else history
         answer = Answer(exchange, transport, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
-        work = asyncio.ensure_future(self._serve(answer, principal))
+        work = asyncio.ensure_future(self._serve(answer, principal, history, generate))
         gone = asyncio.ensure_future(transport.client_gone())
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -84,6 +106,8 @@ class ExchangePipeline:
             if failure is not None and not isinstance(failure, OSError):
                 log.error("exchange %s failed", exchange.request_id, exc_info=failure)
             answer.conclude()
+            if exchange.previous_response_id is not None and exchange.outcome in _FAILED:
+                history.forget(exchange.previous_response_id)
             for observer in self.observers:
                 try:
                     observer.finished(exchange)
@@ -91,26 +115,28 @@ class ExchangePipeline:
                     log.exception("observer %r failed", observer)
         return exchange
 
-    async def _serve(self, answer: Answer, principal: Principal | None) -> None:
-        pending = await self._prepare(answer, principal)
+    async def _serve(self, answer: Answer, principal: Principal | None, history: History, generate: bool) -> None:
+        pending = await self._prepare(answer, principal, history, generate)
         if pending is not None:
             await pending.run(answer)
 
-    async def _prepare(self, answer: Answer, principal: Principal | None) -> PendingStream | None:
+    async def _prepare(
+        self, answer: Answer, principal: Principal | None, history: History, generate: bool
+    ) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was given."""
         exchange = answer.exchange
         try:
             request = parse_request(exchange.client_request)
             if not exchange.record_traffic:
                 exchange.client_request = b""
-            exchange.model, exchange.stream = request.model, bool(request.stream)
+            exchange.model, exchange.stream = request.model, bool(request.stream) or not generate
+            exchange.previous_response_id = request.previous_response_id
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
             if self.settings.gate is not None:
                 exchange.lease = await self.settings.gate.admit(principal, request.model)
-            owner = principal.owner if principal is not None else None
-            keep = Keeper.for_request(self.settings.store, request, owner)
-            request = await self._with_history(request, keep, owner)
+            keep = Keeper(history, request, owner=principal.owner if principal is not None else None)
+            request = await keep.with_history(request)
             call = route.backend.prepare(
                 request,
                 upstream_model=route.upstream_model,
@@ -120,6 +146,8 @@ class ExchangePipeline:
         except Exception as exc:
             await answer.error(exc)
             return None
+        if not generate:
+            return PendingStream(_nothing_upstream(), UnsampledMachine(call.machine), keep)
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
         exchange.conversions = call.conversions
@@ -137,26 +165,6 @@ class ExchangePipeline:
         exchange.conversions.extend(c for c in machine.conversions if c not in exchange.conversions)
         await answer.response(response)
         return None
-
-    async def _with_history(self, request: ResponsesRequest, keep: Keeper, owner: str | None) -> ResponsesRequest:
-        """``request`` with the stored conversation before its own input, when it continues one
-        of ``owner``'s responses (anyone else's is not found)."""
-        if request.previous_response_id is None:
-            return request
-        store = self.settings.store
-        if store is None:
-            raise RequestError(
-                "previous_response_id needs a response store, and this gateway has none (--store).",
-                param="previous_response_id",
-            )
-        previous = await store.get(request.previous_response_id)
-        if previous is None or not previous.visible_to(owner):
-            raise PreviousResponseNotFound(request.previous_response_id)
-        chain = await store.chain_input(request.previous_response_id)
-        full = with_previous(chain, keep.own_input(request))
-        return request.model_copy(
-            update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]}
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,34 +188,43 @@ class PendingStream:
 
 
 class Keeper:
-    """Stores a finished response (``store`` defaults to true) with the request's own input,
-    under the ``owner`` of the key that made it."""
+    """A request's place in its ``History``: the conversation it continues, and keeping
+    its finished response there (in the store unless it said ``store: false``), under the
+    ``owner`` of the key that made it; anyone else's responses are not found."""
 
-    def __init__(self, store: ResponseStore | None, previous_response_id: str | None, owner: str | None) -> None:
-        self._store = store
-        self._previous = previous_response_id
+    def __init__(self, history: History, request: ResponsesRequest, *, owner: str | None = None) -> None:
+        self._history = history
         self._owner = owner
-        self._own_input: list[dict[str, Any]] | None = None
-
-    @classmethod
-    def for_request(cls, store: ResponseStore | None, request: ResponsesRequest, owner: str | None) -> Keeper:
-        keeper = cls(store if request.store is not False else None, request.previous_response_id, owner)
-        if keeper._store is not None or request.previous_response_id is not None:
-            keeper.own_input(request)
-        return keeper
-
-    def own_input(self, request: ResponsesRequest) -> list[dict[str, Any]]:
-        """The request's own input items as JSON (taken before history is merged in)."""
-        if self._own_input is None:
+        self._previous = request.previous_response_id
+        self._store_requested = request.store is not False
+        self._own_input: list[ItemDict] | None = None
+        self._before: list[ItemDict] = []
+        if history.keeps_responses(self._store_requested) or self._previous is not None:
             self._own_input = [dump_item(item) for item in request.input_items()]
-        return self._own_input
+
+    async def with_history(self, request: ResponsesRequest) -> ResponsesRequest:
+        """``request`` with the conversation so far before its own input, when it continues one."""
+        if self._previous is None or self._own_input is None:
+            return request
+        self._before = await self._history.conversation(self._previous, self._owner)
+        full = with_previous(self._before, self._own_input)
+        return request.model_copy(
+            update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]}
+        )
 
     async def __call__(self, response: dict[str, Any]) -> None:
-        if self._store is not None and self._own_input is not None:
-            record = StoredResponse.from_exchange(
-                response, self._own_input, previous_response_id=self._previous, owner=self._owner
-            )
-            await self._store.put(record)
+        if self._own_input is None or not self._history.keeps_responses(self._store_requested):
+            return
+        record = StoredResponse.from_exchange(
+            response, self._own_input, previous_response_id=self._previous, owner=self._owner
+        )
+        await self._history.keep(record, before=self._before, store_requested=self._store_requested)
+
+
+@contextlib.asynccontextmanager
+async def _nothing_upstream() -> AsyncIterator[StreamBatches]:
+    """The upstream stream of a request that asked for no answer: ended before it began."""
+    yield ListBatches([])
 
 
 async def _cancel(*tasks: asyncio.Future[Any]) -> None:

@@ -5,9 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from toolwire.codex_config import CodexModel
 from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
+
+
+def _count_nothing(limit: str) -> None:
+    """The default ``limit_tripped``: no metrics."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketSettings:
+    """Responses over WebSocket: its bounds, and the one the server's protocol enforces."""
+
+    max_message_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """Told to clients in the handshake; uvicorn closes with 1009 above it (``ws_max_size``)."""
+    max_lifetime: float = 3600.0
+    """Seconds a connection lasts; the Open Responses limit is 60 minutes."""
+    handshake_timeout: float | None = None
+    """Seconds a new connection gets to send its request head (enforced in ``_uvicorn``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +39,9 @@ class GatewaySettings:
     # Serialized JSON in, the same with every configured key replaced: applied to error
     # texts before they reach a client (an upstream may echo a key in its message).
     redact: Callable[[bytes], bytes] = field(default=lambda raw: raw, repr=False)
+    websocket: WebSocketSettings = WebSocketSettings()
+    # Counts a connection bound that tripped (the metrics' ``connection_limits_total``).
+    limit_tripped: Callable[[str], None] = field(default=_count_nothing, repr=False)
+    # The configured models as Codex's model catalog describes them
+    # (GET /v1/models?client_version=...).
+    codex_models: tuple[CodexModel, ...] = ()

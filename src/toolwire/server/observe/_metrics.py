@@ -17,6 +17,10 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``key_requests_total``                      counter    key, model, status
 ``key_tokens_total``                        counter    key, model, kind (input, output,
                                                        reasoning, cached_input)
+``connection_limits_total``                 counter    limit (a connection bound that
+                                                       tripped: ``message_size``,
+                                                       ``lifetime``, ``ping_timeout``,
+                                                       ``handshake_timeout``)
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -145,6 +149,10 @@ class MetricsObserver:
             "toolwire_key_tokens", "Tokens the upstream reported, by client key name.",
             ["key", "model", "kind"], registry=r,
         )
+        self.connection_limits = Counter(
+            "toolwire_connection_limits", "Connections ended by one of the gateway's bounds, by bound.",
+            ["limit"], registry=r,
+        )
         self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
         ProcessCollector(registry=r)
@@ -179,6 +187,10 @@ class MetricsObserver:
             labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()
         for conversion in exchange.conversions:
             labelled(self.conversions, upstream, self._conversion(conversion)).inc()
+
+    def limit_tripped(self, limit: str) -> None:
+        """A connection met one of its bounds (a fixed set of names: see the module docstring)."""
+        self._labelled(self.connection_limits, limit).inc()
 
     def _labelled(self, metric: _Metric, *values: str) -> _Metric:
         """``metric.labels(*values)``, looked up in a dict: ``labels`` validates the values

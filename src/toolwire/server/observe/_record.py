@@ -47,7 +47,9 @@ def summarize(exchange: Exchange, redactor: Redactor | None = None) -> dict[str,
     ``output_tokens``, ``tool_calls`` (``[{name, namespace, type}]``, type being
     function_call | custom_tool_call | tool_search_call), ``conversions`` (labels such as
     "custom apply_patch restored"). Only when there is one: ``key`` (the client key's
-    name, never the key), ``error`` and ``error_kind``; ``warnings``. The free-text fields (``error``, ``warnings``) go through ``redactor``,
+    name, never the key), ``previous_response_id`` (the response the request continued),
+    ``error`` and ``error_kind``; ``warnings``. The free-text fields (``error``,
+    ``warnings``) go through ``redactor``,
     in case an upstream echoed a key.
     """
     usage = exchange.usage or {}
@@ -70,6 +72,8 @@ def summarize(exchange: Exchange, redactor: Redactor | None = None) -> dict[str,
     }
     if exchange.key_name is not None:
         line["key"] = exchange.key_name
+    if exchange.previous_response_id:
+        line["previous_response_id"] = exchange.previous_response_id
     if exchange.error:
         line["error"] = redactor.text(exchange.error) if redactor else exchange.error
         line["error_kind"] = exchange.error_kind
