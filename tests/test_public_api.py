@@ -48,6 +48,7 @@ PROTOCOL_ALL = [
     "ResponseStreamReader",
     "ResponsesRequest",
     "SSEDecoder",
+    "SSELimitExceeded",
     "ServerSentEvent",
     "StreamEvent",
     "SummaryText",
