@@ -92,13 +92,44 @@ def serve(
         bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui; it keeps recent traffic in memory [off].")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
+    client_header_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a request's head may take to arrive (408 past it) [10].")
+    ] = None,
+    max_header_bytes: Annotated[int | None, typer.Option(help="Largest request head accepted (431 above) [64 KiB].")] = None,
+    client_body_timeout: Annotated[
+        float | None, typer.Option(help="Seconds for a request body's first bytes, and slack for --client-body-min-rate (408) [30].")
+    ] = None,
+    client_body_min_rate: Annotated[
+        int | None, typer.Option(help="Bytes a second a request body must arrive at, on average, after that (408) [8 KiB].")
+    ] = None,
+    client_send_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a client may take none of its answer before it is dropped [60].")
+    ] = None,
+    keep_alive_timeout: Annotated[float | None, typer.Option(help="Seconds an idle keep-alive connection is kept [30].")] = None,
+    max_connections: Annotated[
+        int | None, typer.Option(help="Client connections per process (503 + retry-after past it) [from ulimit -n, at most 4096].")
+    ] = None,
+    max_streams: Annotated[
+        int | None, typer.Option(help="/v1/responses exchanges in progress per process (503 + retry-after past it) [from ulimit -n, at most 1024].")
+    ] = None,
+    upstream_max_line_bytes: Annotated[
+        int | None, typer.Option(help="Longest SSE line accepted from an upstream; the stream fails past it [16 MiB].")
+    ] = None,
+    upstream_max_event_bytes: Annotated[
+        int | None, typer.Option(help="Largest SSE event accepted from an upstream; the stream fails past it [16 MiB].")
+    ] = None,
+    upstream_max_body_bytes: Annotated[
+        int | None, typer.Option(help="Largest non-streamed upstream answer, decompressed (502 past it) [32 MiB].")
+    ] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
     """Serve POST /v1/responses in front of Chat Completions backends."""
     import uvicorn
 
     from toolwire.server._auth import is_loopback, parse_client_keys
-    from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
+    from toolwire.server._capacity import capacity, raise_open_files_limit
+    from toolwire.server._factory import MODEL_OVERRIDE_ENV
+    from toolwire.server._settings import CONFIG_ENV
     from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
     from toolwire.upstream import proxy_for
 
@@ -123,6 +154,17 @@ def serve(
             "capture_dir": str(capture) if capture is not None else None,
             "capture_max_bytes": capture_max_bytes,
             "inspector": inspector,
+            "client_header_timeout": client_header_timeout,
+            "max_header_bytes": max_header_bytes,
+            "client_body_timeout": client_body_timeout,
+            "client_body_min_rate": client_body_min_rate,
+            "client_send_timeout": client_send_timeout,
+            "keep_alive_timeout": keep_alive_timeout,
+            "max_connections": max_connections,
+            "max_streams": max_streams,
+            "upstream_max_line_bytes": upstream_max_line_bytes,
+            "upstream_max_event_bytes": upstream_max_event_bytes,
+            "upstream_max_body_bytes": upstream_max_body_bytes,
         }.items()
         if value is not None
     }
@@ -178,9 +220,18 @@ def serve(
             "your upstream. Set --api-key-env VAR (VAR holding comma-separated keys), or pass "
             "--insecure-no-auth if this is really what you want."
         )
+    open_files = raise_open_files_limit()
+    try:
+        caps = capacity(server.max_connections, server.max_streams, open_files)
+    except ValueError as exc:
+        _fail(str(exc))
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
     logging.basicConfig(level=log_level.value.upper(), format=LOG_FORMAT)
+    logging.getLogger("toolwire.server").info(
+        "per process: at most %d client connections and %d streams (open files limit %d)",
+        caps.max_connections, caps.max_streams, open_files,
+    )
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,
@@ -189,7 +240,9 @@ def serve(
         "log_level": log_level.value,
         "access_log": False,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
-        "http": "httptools",
+        # uvicorn's httptools protocol with every client read bounded (see its module).
+        "http": "toolwire.server._connections:BoundedHttpToolsProtocol",
+        "timeout_keep_alive": server.keep_alive_timeout,  # a float works: it goes to call_later
         "timeout_graceful_shutdown": server.shutdown_grace,  # a float works: it goes to asyncio.wait_for
     }
     if server.workers > 1 and reuse_port_supported():

@@ -13,6 +13,11 @@ DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_CAPTURE_KEEP = 10
 DEFAULT_INSPECTOR_MAX_EXCHANGES = 200
 DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
+# What one upstream answer may make the gateway hold: twelve times the longest SSE line
+# a model's largest answer makes (bench/answer_sizes.py), a non-streamed body twice that.
+DEFAULT_UPSTREAM_MAX_LINE_BYTES = 16 * 1024 * 1024
+DEFAULT_UPSTREAM_MAX_EVENT_BYTES = 16 * 1024 * 1024
+DEFAULT_UPSTREAM_MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 class _Strict(BaseModel):
@@ -45,6 +50,21 @@ class ServerConfig(_Strict):
     inspector: bool = False
     inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
     inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
+    # Bounds on every read from a client (toolwire.server._connections, _limits).
+    client_header_timeout: float = Field(default=10.0, gt=0)  # a request's head, from its first byte (408)
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)  # a request's head (431)
+    client_body_timeout: float = Field(default=30.0, gt=0)  # the body's first bytes, and slack for the rate (408)
+    client_body_min_rate: int = Field(default=8 * 1024, ge=1)  # bytes a second a body must keep up, on average
+    client_send_timeout: float = Field(default=60.0, gt=0)  # a client that reads nothing of its answer is dropped
+    keep_alive_timeout: float = Field(default=30.0, gt=0)  # an idle keep-alive connection is closed
+    # Connections and /v1/responses exchanges per process, past which clients get 503 and
+    # retry-after; None: as many as the process's open-files limit allows (ulimit -n).
+    max_connections: int | None = Field(default=None, ge=1)
+    max_streams: int | None = Field(default=None, ge=1)
+    # Bounds on every read from an upstream (toolwire.upstream._limits).
+    upstream_max_line_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_LINE_BYTES, ge=1024)
+    upstream_max_event_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_EVENT_BYTES, ge=1024)
+    upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1024)
 
 
 class UpstreamConfig(_Strict):

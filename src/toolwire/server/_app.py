@@ -15,6 +15,7 @@ from toolwire.errors import NotFoundError, UpstreamError
 
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
+from ._limits import StreamLimit
 from ._observers import LogObserver
 from ._responses import ResponsesEndpoint
 from ._routing import ModelRouter
@@ -82,7 +83,8 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
-    served = _ResponsesFastPath(responses, app)
+    limited: ASGIApp = responses if settings.max_streams is None else StreamLimit(responses, settings.max_streams)
+    served = _ResponsesFastPath(limited, app)
     return ClientAuth(served, settings.client_keys) if settings.client_keys else served
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from toolwire.errors import RequestError
 
+from ._limits import count_limit
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -56,6 +58,7 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> RequestError:
+    count_limit("max_body_bytes")
     return RequestError(
         f"The request body is larger than the gateway's limit of {limit} bytes.",
         code="request_too_large",

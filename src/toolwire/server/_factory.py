@@ -19,11 +19,11 @@ from toolwire.store import open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
+from ._capacity import capacity, open_files_limit
 from ._observability import observability
 from ._routing import build_router
-from ._settings import GatewaySettings
+from ._settings import CONFIG_ENV, GatewaySettings
 
-CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
 MODEL_OVERRIDE_ENV = "TOOLWIRE_SERVE_MODEL"
 YOUNG_GENERATION_THRESHOLD = 10_000
 """Net new container objects before a young collection (CPython's default: 700)."""
@@ -40,6 +40,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
     observed = observability(config, client_keys=client_keys)
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
+        max_streams=capacity(server.max_connections, server.max_streams, open_files_limit()).max_streams,
         client_keys=client_keys,
         store=store,
         redact=observed.redactor.redact_json,

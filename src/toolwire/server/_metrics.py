@@ -14,6 +14,9 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``conversions_total``                       counter    upstream, conversion
 ``open_streams``                            gauge      (streaming requests in progress)
 ``requests_in_progress``                    gauge
+``limits_tripped_total``                    counter    limit (the setting: ``max_streams``,
+                                                       ``client_header_timeout``, ...)
+``client_connections``                      gauge      state (open, waiting for a request)
 ==========================================  =========  ====================================
 
 plus the standard ``process_*``, ``python_gc_*`` and ``python_info`` metrics.
@@ -24,7 +27,10 @@ label are kept, later ones count as ``"other"``. Upstream error kinds are ``prot
 (the upstream sent bytes we cannot read), ``status_<n>`` (the upstream failed before
 streaming and the client got status n: 429 and 5xx from the upstream itself, 502 when it
 could not be reached, 504 when it was too slow) and ``stream_<code>`` (a failure after
-streaming began: ``stream_server_error``, ``stream_context_length_exceeded``).
+streaming began: ``stream_server_error``, ``stream_context_length_exceeded``) and
+``too_large`` (the upstream sent more than a read limit allows). ``limits_tripped_total``
+and ``client_connections`` are the process's (``_limits``, ``_connections``), counted
+below any app: they are the same in every app of one process.
 
 With ``--workers N`` every worker has its own registry: a scrape sees the worker that
 answered it.
@@ -50,14 +56,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ._connections import CONNECTIONS_COLLECTOR
 from ._exchange import Exchange
+from ._limits import LIMITS_TRIPPED
 
 OTHER = "other"
 MAX_LABEL_LENGTH = 120
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 _TTFT_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
-_UPSTREAM_ERROR_CLASSES = {"UpstreamError": None, "UpstreamProtocolError": "protocol"}
+_UPSTREAM_ERROR_CLASSES = {"UpstreamError": None, "UpstreamProtocolError": "protocol", "UpstreamLimitError": "too_large"}
 
 
 class BoundedLabel:
@@ -132,6 +140,8 @@ class MetricsObserver:
         )
         self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
+        r.register(LIMITS_TRIPPED)
+        r.register(CONNECTIONS_COLLECTOR)
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)

@@ -24,9 +24,12 @@ from toolwire.upstream import (
     MockChatBackend,
     ResponsesBackend,
     RetryPolicy,
+    UpstreamLimits,
     proxy_for,
 )
 from toolwire.upstream._http import HttpBackend
+
+from ._limits import count_limit
 
 HttpBackendT = TypeVar("HttpBackendT", bound=HttpBackend)
 
@@ -160,6 +163,18 @@ def _http_backend(kind: type[HttpBackendT], upstream: UpstreamConfig, config: Ga
         timeout=config.server.upstream_timeout,
         retry=RetryPolicy(attempts=config.server.upstream_retries),
         proxy=proxy_for(upstream.base_url, os.environ),
+        limits=upstream_limits(config),
+    )
+
+
+def upstream_limits(config: GatewayConfig) -> UpstreamLimits:
+    """The bounds on every upstream answer, each trip counted in the metrics."""
+    server = config.server
+    return UpstreamLimits(
+        max_line_bytes=server.upstream_max_line_bytes,
+        max_event_bytes=server.upstream_max_event_bytes,
+        max_body_bytes=server.upstream_max_body_bytes,
+        tripped=count_limit,
     )
 
 

@@ -8,10 +8,15 @@ from dataclasses import dataclass, field
 from toolwire.config._model import DEFAULT_MAX_BODY_BYTES
 from toolwire.store import ResponseStore
 
+CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
+"""Where ``toolwire serve`` puts the configuration, as JSON, for each worker process."""
+
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # POST /v1/responses exchanges in progress at once; None: no cap (StreamLimit).
+    max_streams: int | None = None
     client_keys: tuple[bytes, ...] = field(default=(), repr=False)
     # Where responses are kept for previous_response_id and GET /v1/responses/{id};
     # None keeps nothing.

@@ -5,6 +5,8 @@ and no other state between requests (no cookies), ``Authorization: Bearer`` with
 upstream key, a forward proxy when one is given (``_proxy.proxy_for``), a failed
 connect or a 5xx retried with bounded backoff before anything streamed, and the
 upstream's own error status and message kept. ``SSEBatches`` reads a streamed body.
+Every read is bounded by ``UpstreamLimits`` (``_limits``): a line, an event or a body
+past its limit ends the exchange with ``UpstreamLimitError`` and closes the connection.
 Foreign exceptions (aiohttp, asyncio timeouts) become ``UpstreamError`` here and
 nowhere else, keeping the cause; no key ever appears in a message.
 """
@@ -21,8 +23,9 @@ import aiohttp
 import orjson
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
-from toolwire.protocol import SSEDecoder
+from toolwire.protocol import SSEDecoder, SSELimitExceeded
 
+from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments
 
 JSON = dict[str, Any]
@@ -55,6 +58,7 @@ class HttpEndpoint:
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
         proxy: Proxy | None = None,
+        limits: UpstreamLimits | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
@@ -71,6 +75,7 @@ class HttpEndpoint:
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
         self._check_timeout = aiohttp.ClientTimeout(total=check_timeout)
         self._retry = retry or RetryPolicy()
+        self.limits = limits or UpstreamLimits()
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         proxy_headers, self._via = aiohttp_arguments(proxy, self.base_url)
@@ -103,6 +108,8 @@ class HttpEndpoint:
                 error, retryable = connect_error(self._where, exc), True
             except TimeoutError as exc:
                 error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
+            except aiohttp.ClientResponseError as exc:  # its head arrived, and cannot be read
+                error, retryable = _unreadable_answer(self._where, exc), False
             except (aiohttp.ClientError, OSError) as exc:
                 error, retryable = connect_error(self._where, exc), True
             else:
@@ -118,11 +125,13 @@ class HttpEndpoint:
         """A whole (non-streamed) answer, which must be a JSON object."""
         response = await self.post(body)
         try:
-            raw = await response.read()
+            raw = await read_at_most(response, self.limits.max_body_bytes)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
         finally:
-            response.release()
+            _release_or_close(response)
+        if raw is None:
+            raise self.limits.body_error()
         try:
             answer = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -137,7 +146,7 @@ class HttpEndpoint:
     ) -> AsyncIterator[SSEBatches]:
         response = await self.post(body)
         del body  # only needed for retries, which are over once the answer has begun
-        batches = SSEBatches(response, self.read_timeout, parse, is_terminal)
+        batches = SSEBatches(response, self.read_timeout, parse, is_terminal, self.limits)
         try:
             yield batches
         finally:
@@ -155,7 +164,7 @@ class HttpEndpoint:
             async with self._client().get(
                 self.base_url + "/models", headers=self._headers, timeout=self._check_timeout, **self._via
             ) as response:
-                await response.read()
+                await read_prefix(response)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise connect_error(self._where, exc) from exc
 
@@ -174,6 +183,7 @@ class HttpBackend:
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
         proxy: Proxy | None = None,
+        limits: UpstreamLimits | None = None,
     ) -> None:
         self._endpoint = HttpEndpoint(
             base_url,
@@ -183,6 +193,7 @@ class HttpBackend:
             retry=retry,
             max_connections=max_connections,
             proxy=proxy,
+            limits=limits,
         )
         self.display_url = self._endpoint.display_url
 
@@ -199,7 +210,8 @@ class SSEBatches:
     Reading stops at ``[DONE]`` or after an object ``is_terminal`` accepts; either sets
     ``ended_cleanly``, at once, with the batch that held it. What follows is drained by
     ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
-    pool.
+    pool. A line or an event longer than ``limits`` allow raises ``UpstreamLimitError``
+    and drops what was held of it.
     """
 
     def __init__(
@@ -208,8 +220,10 @@ class SSEBatches:
         read_timeout: float,
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None = None,
+        limits: UpstreamLimits | None = None,
     ) -> None:
         self._response = response
+        self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
         self._parse = parse
         self._is_terminal = is_terminal
@@ -219,7 +233,9 @@ class SSEBatches:
         return self._batches()
 
     async def _batches(self) -> AsyncIterator[list[JSON]]:
-        decoder = SSEDecoder()
+        limits = self._limits
+        decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
+        too_long: SSELimitExceeded | None = None
         try:
             async for data in self._response.content.iter_any():
                 batch = self._parse_all(decoder.feed_data(data))
@@ -232,6 +248,14 @@ class SSEBatches:
                 yield batch
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _stream_error(exc, self._read_timeout) from exc
+        except SSELimitExceeded as exceeded:
+            too_long = exceeded
+        if too_long is not None:
+            # Raised out here, with no traceback into the decoder: what it held of the
+            # line or event is freed now, not when the error is.
+            del decoder
+            too_long.__traceback__ = None
+            raise limits.stream_error(too_long)
 
     def _parse_all(self, payloads: list[str]) -> list[JSON]:
         """The objects the ``data`` of these events hold, up to the stream's end marker."""
@@ -262,6 +286,14 @@ def parse_json_object(data: str) -> JSON:
     return chunk
 
 
+def _release_or_close(response: aiohttp.ClientResponse) -> None:
+    """Back to the pool when the body was read to its end; closed when some was left unread."""
+    if response.content.is_eof():
+        response.release()
+    else:
+        response.close()
+
+
 async def _drain(response: aiohttp.ClientResponse) -> None:
     """Read what follows the end marker (normally just the end of the body) so the
     connection goes back to the pool; give up quickly on a server that keeps it open."""
@@ -283,11 +315,11 @@ def _stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: fl
 async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
     """The upstream's error answer, with its own message, as an UpstreamError."""
     try:
-        raw = await response.read()
+        raw = await read_prefix(response)
     except (aiohttp.ClientError, OSError, TimeoutError):
         raw = b""
     finally:
-        response.release()
+        _release_or_close(response)
     message, error_type, code, param = _error_fields(raw)
     if not message:
         message = f"The upstream answered HTTP {response.status} {response.reason or ''}".strip() + "."
@@ -338,6 +370,12 @@ def connect_error(url: str, exc: BaseException) -> UpstreamError:
     error = UpstreamError(
         f"Cannot reach the upstream at {url}: {_describe(exc)}.", status=502, code="upstream_unreachable"
     )
+    error.__cause__ = exc
+    return error
+
+
+def _unreadable_answer(url: str, exc: aiohttp.ClientResponseError) -> UpstreamError:
+    error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {exc.message}.")
     error.__cause__ = exc
     return error
 

@@ -1,0 +1,110 @@
+"""How much of an upstream's answer the gateway holds at once, and what it does past that.
+
+``UpstreamLimits`` bounds every read from a backend: the longest SSE line and event of a
+stream (``SSEDecoder`` holds at most one unfinished line and one unfinished event), and
+the largest non-streamed body, counted after decompression (aiohttp decodes gzip and
+deflate in steps, so a compression bomb arrives as bytes like any other, and is cut at
+the same limit). Past a limit the read fails with ``UpstreamLimitError`` naming the
+setting, the caller closes the connection, and nothing read so far is kept: the memory
+goes back to the system at once (``return_freed_memory``).
+
+The defaults leave room: the largest answer a current model writes (128k output tokens
+as one ``apply_patch`` call, or as CJK text escaped as ``\\uXXXX``) makes SSE lines of
+0.6 to 1.3 MiB (``python -m bench.answer_sizes``), a twelfth of the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from toolwire._memory import return_freed_memory
+from toolwire.config._model import (
+    DEFAULT_UPSTREAM_MAX_BODY_BYTES,
+    DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
+    DEFAULT_UPSTREAM_MAX_LINE_BYTES,
+)
+from toolwire.errors import UpstreamLimitError
+from toolwire.protocol import SSELimitExceeded
+
+MiB = 2**20
+ERROR_BODY_BYTES = 64 * 1024
+"""Of an error answer only the message is used: the rest is not read."""
+
+
+def _ignore(limit: str) -> None:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamLimits:
+    """The bounds on what one upstream answer may make the gateway hold.
+
+    ``tripped`` is called with the setting's name each time one is exceeded (the
+    server counts them in its metrics).
+    """
+
+    max_line_bytes: int = DEFAULT_UPSTREAM_MAX_LINE_BYTES
+    max_event_bytes: int = DEFAULT_UPSTREAM_MAX_EVENT_BYTES
+    max_body_bytes: int = DEFAULT_UPSTREAM_MAX_BODY_BYTES
+    tripped: Callable[[str], None] = field(default=_ignore, compare=False, repr=False)
+
+    def stream_error(self, exceeded: SSELimitExceeded) -> UpstreamLimitError:
+        """What the client is told when a stream's line or event was too long (call it
+        once what was held of it is dropped: the memory is given back here)."""
+        setting = f"upstream_max_{exceeded.what}_bytes"
+        self.tripped(setting)
+        return_freed_memory()
+        return UpstreamLimitError(
+            f"The upstream sent an SSE {exceeded.what} longer than the gateway's limit of "
+            f"{_size(exceeded.limit)} ({setting}); the stream was cut.",
+            limit=setting,
+        )
+
+    def body_error(self) -> UpstreamLimitError:
+        setting = "upstream_max_body_bytes"
+        self.tripped(setting)
+        return_freed_memory()
+        return UpstreamLimitError(
+            f"The upstream's answer is larger than the gateway's limit of {_size(self.max_body_bytes)} "
+            f"({setting}); it was not read to the end.",
+            limit=setting,
+        )
+
+
+async def read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The whole (decompressed) body, or None as soon as it is known to be over ``limit``
+    bytes: a declared ``Content-Length`` over it is not read at all."""
+    declared = response.content_length
+    if declared is not None and declared > limit and not response.headers.get("Content-Encoding"):
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_prefix(response: aiohttp.ClientResponse, limit: int = ERROR_BODY_BYTES) -> bytes:
+    """The first ``limit`` bytes of the body, for an error message; the rest is left unread."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _size(limit: int) -> str:
+    if limit >= MiB and limit % MiB == 0:
+        return f"{limit // MiB} MiB"
+    if limit >= 1024 and limit % 1024 == 0:
+        return f"{limit // 1024} KiB"
+    return f"{limit} bytes"
