@@ -20,6 +20,8 @@ text in a CJK language, whose characters are 3 bytes of UTF-8 each and ``\\uXXXX
 bytes) when a server escapes non-ASCII.
 
 Each shape is built as its server writes it and measured in bytes of its ``data:`` line.
+A whole streamed answer is measured too (every byte of its SSE body): as many reasoning
+tokens as output tokens, streamed one token per event, as most servers stream them.
 """
 
 from __future__ import annotations
@@ -92,6 +94,17 @@ def responses_completed(item: dict[str, object], *, ensure_ascii: bool = False) 
     return sse_line({"type": "response.completed", "sequence_number": 9, "response": response}, ensure_ascii=ensure_ascii)
 
 
+def token_stream_bytes(tokens: int) -> tuple[int, int]:
+    """The SSE body of ``tokens`` tokens streamed one per event: as Chat chunks (OpenAI's
+    shape: id, model, fingerprint, logprobs) and as Responses ``output_text`` deltas."""
+    chunk = {"id": "chatcmpl-0123456789abcdefghijklmnopqrs", "object": "chat.completion.chunk", "created": 1_700_000_000,
+             "model": "qwen3-coder-480b-a35b-instruct", "system_fingerprint": "fp_0123456789",
+             "choices": [{"index": 0, "delta": {"content": "word"}, "logprobs": None, "finish_reason": None}]}
+    delta = {"type": "response.output_text.delta", "sequence_number": 123456, "item_id": "msg_0123456789abcdef0123456789abcdef",
+             "output_index": 0, "content_index": 0, "delta": "word", "logprobs": []}
+    return (len(sse_line(chunk)) + 2) * tokens, (len(b"event: response.output_text.delta\n") + len(sse_line(delta)) + 2) * tokens
+
+
 def measure(output_tokens: int) -> list[tuple[str, int]]:
     rng = random.Random(19)
     patch = patch_text(output_tokens * CHARS_PER_TOKEN, rng)
@@ -107,6 +120,8 @@ def measure(output_tokens: int) -> list[tuple[str, int]]:
         ("CJK text itself (UTF-8)", len(cjk.encode())),
         ("Chat chunk, CJK text as a call argument, non-ASCII escaped (\\uXXXX)", len(chat_chunk_with_call(json.dumps({"input": cjk}), ensure_ascii=True))),
         ("Responses response.completed with the CJK message, non-ASCII escaped", len(responses_completed(cjk_message, ensure_ascii=True))),
+        ("whole Chat stream, reasoning + output tokens one per chunk", token_stream_bytes(2 * output_tokens)[0]),
+        ("whole Responses stream, reasoning + output tokens one per delta", token_stream_bytes(2 * output_tokens)[1]),
     ]
 
 

@@ -121,6 +121,9 @@ def serve(
     upstream_max_body_bytes: Annotated[
         int | None, typer.Option(help="Largest non-streamed upstream answer, decompressed (502 past it) [32 MiB].")
     ] = None,
+    upstream_max_stream_bytes: Annotated[
+        int | None, typer.Option(help="Longest streamed upstream answer, decompressed; the stream fails past it [256 MiB].")
+    ] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
     """Serve POST /v1/responses in front of Chat Completions backends."""
@@ -165,6 +168,7 @@ def serve(
             "upstream_max_line_bytes": upstream_max_line_bytes,
             "upstream_max_event_bytes": upstream_max_event_bytes,
             "upstream_max_body_bytes": upstream_max_body_bytes,
+            "upstream_max_stream_bytes": upstream_max_stream_bytes,
         }.items()
         if value is not None
     }

@@ -37,7 +37,7 @@ from .helpers import (
 )
 
 MiB = 2**20
-MEMORY_SLACK = 16 * MiB
+MEMORY_SLACK = 8 * MiB
 """How far above where it started the gateway's RSS may settle after a case: well under
 the 16 to 32 MiB each case makes it read (the defaults) before cutting it."""
 
@@ -156,6 +156,27 @@ def test_a_responses_upstream_is_bounded_the_same(
     assert hostile.closed.wait_for_first(timeout=20).behaviour == behaviour
     assert tripped(gateway, limit) == 1
     honest_answer(gateway, "after-responses")
+
+
+def test_a_valid_stream_that_never_ends_is_cut_at_the_stream_limit(
+    hostile: HostileUpstream, start_gateway: StartGateway
+) -> None:
+    """Every event is small and valid, but the answer (which the translator keeps, to
+    send it whole with the terminal event) grows for as long as the stream runs."""
+    gateway = start_gateway(f"http://127.0.0.1:{hostile.port}/v1", "--upstream-max-stream-bytes", str(16 * MiB))
+    pid = gateway_pid(gateway)
+    honest_answer(gateway, "warm-up")
+    before = process_stats(pid)
+    hostile.closed.clear()
+    message = failure_message(stream(gateway, {"model": "m", "input": prompt("endless-text")}, timeout=60))
+    assert "stream is longer than the gateway's limit of 16 MiB (upstream_max_stream_bytes)" in message, message
+    assert hostile.closed.wait_for_first(timeout=20).behaviour == "endless-text"
+    assert tripped(gateway, "upstream_max_stream_bytes") == 1
+    honest_answer(gateway, "after-endless-text")
+    after = settled(pid, before)
+    print(f"\nendless valid stream: RSS {before.rss_mib:.1f} -> {after.rss_mib:.1f} MiB, fds {before.fds} -> {after.fds}")
+    assert after.rss_bytes <= before.rss_bytes + MEMORY_SLACK, (before, after)
+    assert after.fds <= before.fds, (before, after)
 
 
 def test_the_limits_are_the_flags(hostile: HostileUpstream, start_gateway: StartGateway) -> None:

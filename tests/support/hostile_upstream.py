@@ -14,8 +14,9 @@ are the same bytes whatever the protocol):
 * ``gzip-line`` -- the endless line (or JSON body), ``Content-Encoding: gzip``: a few KiB
   on the wire for every MiB the gateway decompresses (a compression bomb);
 * ``zstd`` -- ``Content-Encoding: zstd``, which the gateway never asked for;
-* ``endless-text`` -- a valid stream of text deltas that never finishes (for a client that
-  stops reading).
+* ``endless-text`` -- a valid stream of text deltas that never finishes, as fast as the
+  gateway reads;
+* ``stall`` -- one valid text delta, then silence (a stream held open).
 
 Every hostile answer runs until the peer closes the connection; each one the gateway
 closed is recorded in `closed` (with the bytes written before), so a test can wait for
@@ -41,7 +42,7 @@ from tests.support.threaded_server import Recorded, ThreadedServer
 
 __all__ = ["BEHAVIOURS", "Closed", "HostileUpstream", "prompt"]
 
-BEHAVIOURS = ("honest", "endless-line", "endless-event", "gzip-line", "zstd", "endless-text")
+BEHAVIOURS = ("honest", "endless-line", "endless-event", "gzip-line", "zstd", "endless-text", "stall")
 _PIECE = b"a" * 65536
 
 
@@ -122,7 +123,10 @@ class HostileUpstream(ThreadedServer):
             elif behaviour == "endless-event":
                 await _forever(write, b"data: " + b"a" * 1017 + b"\n")
             elif behaviour == "endless-text":
-                await _endless_text(write, str(body.get("model", "m")))
+                await _endless_text(write, str(body.get("model", "m")), forever=True)
+            elif behaviour == "stall":
+                await _endless_text(write, str(body.get("model", "m")), forever=False)
+                await asyncio.Event().wait()
             else:
                 await write(b'data: {"x": "' if stream else b'{"x": "')
                 await _forever(write, _PIECE)
@@ -159,12 +163,13 @@ async def _gzip_forever(write: Writer, stream: bool) -> None:
         await write(compressor.compress(mebibyte) + compressor.flush(zlib.Z_SYNC_FLUSH))
 
 
-async def _endless_text(write: Writer, model: str) -> None:
+async def _endless_text(write: Writer, model: str, *, forever: bool) -> None:
     words = " ".join(["word"] * 200)
     chunk = {"id": "chatcmpl-endless", "object": "chat.completion.chunk", "created": 0, "model": model,
              "choices": [{"index": 0, "delta": {"role": "assistant", "content": words}, "finish_reason": None}]}
     event = b"data: " + orjson.dumps(chunk) + b"\n\n"
-    while True:
+    await write(event)
+    while forever:
         await write(event * 16)
 
 

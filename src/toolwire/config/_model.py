@@ -18,6 +18,7 @@ DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_UPSTREAM_MAX_LINE_BYTES = 16 * 1024 * 1024
 DEFAULT_UPSTREAM_MAX_EVENT_BYTES = 16 * 1024 * 1024
 DEFAULT_UPSTREAM_MAX_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_UPSTREAM_MAX_STREAM_BYTES = 256 * 1024 * 1024  # four times a 256k-token answer streamed token by token
 
 
 class _Strict(BaseModel):
@@ -65,6 +66,7 @@ class ServerConfig(_Strict):
     upstream_max_line_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_LINE_BYTES, ge=1024)
     upstream_max_event_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_EVENT_BYTES, ge=1024)
     upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1024)
+    upstream_max_stream_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_STREAM_BYTES, ge=1024)
 
 
 class UpstreamConfig(_Strict):

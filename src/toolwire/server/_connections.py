@@ -20,8 +20,8 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
 * **body**: its first bytes within ``client_body_timeout`` of the head, and then on
   average at least ``client_body_min_rate`` bytes a second: the deadline is
   ``client_body_timeout + received / rate`` after the head (else 408, or the connection
-  closed if the answer has begun). The rest of a body the app did not read is discarded
-  under the same deadline;
+  just closed if the request was answered already). The rest of a body the app did not
+  read (a 413, a 503) is discarded under the same deadline;
 * **answer**: a client that takes nothing of it for ``client_send_timeout`` is dropped,
   which ends its exchange and cancels the upstream request;
 * **idle**: ``keep_alive_timeout`` between requests (uvicorn's timer, re-armed when a
@@ -342,16 +342,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _answer_and_close(self, status: int, message: str, code: str) -> None:
         """A JSON error written straight to the client, then the connection closed; the
-        request in progress, if any, sees its client leave. An answer already begun is
-        not interrupted by another: the connection is just closed."""
+        request in progress, if any, sees its client leave. A request already answered,
+        or being answered, gets no second answer: the connection is just closed."""
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
-            began = cycle.response_started
             cycle.disconnected = True  # the app's sends are dropped; its receive() says so
             cycle.message_event.set()
-            if began:
-                self.transport.close()
-                return
+        if cycle is not None and cycle.response_started and not (cycle.response_complete and self._awaiting_head):
+            self.transport.close()  # an answer is under way, or this request had its answer
+            return
         body = orjson.dumps(
             {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
         )

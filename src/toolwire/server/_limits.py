@@ -19,6 +19,8 @@ import orjson
 from prometheus_client import Counter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolwire._memory import return_freed_memory_soon
+
 RETRY_AFTER_SECONDS = 1
 
 LIMITS_TRIPPED = Counter(
@@ -31,11 +33,13 @@ _counts: dict[str, Counter] = {}
 
 
 def count_limit(limit: str) -> None:
-    """One more read cut short by the setting ``limit``."""
+    """One more read cut short by the setting ``limit``; what it held goes back to the
+    system once its exchange is over."""
     child = _counts.get(limit)
     if child is None:
         child = _counts[limit] = LIMITS_TRIPPED.labels(limit)
     child.inc()
+    return_freed_memory_soon()
 
 
 def busy_body(message: str) -> bytes:

@@ -174,6 +174,7 @@ def upstream_limits(config: GatewayConfig) -> UpstreamLimits:
         max_line_bytes=server.upstream_max_line_bytes,
         max_event_bytes=server.upstream_max_event_bytes,
         max_body_bytes=server.upstream_max_body_bytes,
+        max_stream_bytes=server.upstream_max_stream_bytes,
         tripped=count_limit,
     )
 

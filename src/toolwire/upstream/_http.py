@@ -210,8 +210,8 @@ class SSEBatches:
     Reading stops at ``[DONE]`` or after an object ``is_terminal`` accepts; either sets
     ``ended_cleanly``, at once, with the batch that held it. What follows is drained by
     ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
-    pool. A line or an event longer than ``limits`` allow raises ``UpstreamLimitError``
-    and drops what was held of it.
+    pool. A line, an event or a whole stream longer than ``limits`` allow raises
+    ``UpstreamLimitError`` and drops what was held of it.
     """
 
     def __init__(
@@ -236,8 +236,12 @@ class SSEBatches:
         limits = self._limits
         decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
         too_long: SSELimitExceeded | None = None
+        left = limits.max_stream_bytes
         try:
             async for data in self._response.content.iter_any():
+                left -= len(data)
+                if left < 0:
+                    raise limits.stream_too_long_error()
                 batch = self._parse_all(decoder.feed_data(data))
                 if batch:
                     yield batch

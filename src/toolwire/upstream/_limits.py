@@ -1,16 +1,19 @@
 """How much of an upstream's answer the gateway holds at once, and what it does past that.
 
 ``UpstreamLimits`` bounds every read from a backend: the longest SSE line and event of a
-stream (``SSEDecoder`` holds at most one unfinished line and one unfinished event), and
-the largest non-streamed body, counted after decompression (aiohttp decodes gzip and
+stream (``SSEDecoder`` holds at most one unfinished line and one unfinished event), the
+whole stream (what the stream translator keeps of it, the answer so far, grows with it),
+and the largest non-streamed body, all counted after decompression (aiohttp decodes gzip and
 deflate in steps, so a compression bomb arrives as bytes like any other, and is cut at
 the same limit). Past a limit the read fails with ``UpstreamLimitError`` naming the
 setting, the caller closes the connection, and nothing read so far is kept: the memory
-goes back to the system at once (``return_freed_memory``).
+goes back to the system once the exchange is over (``return_freed_memory_soon``).
 
-The defaults leave room: the largest answer a current model writes (128k output tokens
-as one ``apply_patch`` call, or as CJK text escaped as ``\\uXXXX``) makes SSE lines of
-0.6 to 1.3 MiB (``python -m bench.answer_sizes``), a twelfth of the default.
+The defaults leave room (``python -m bench.answer_sizes``): the largest answer a current
+model writes (128k output tokens as one ``apply_patch`` call, or as CJK text escaped as
+``\\uXXXX``) makes SSE lines of 0.6 to 1.3 MiB, a twelfth of the default; streamed one
+token per event, with as many reasoning tokens, it is a 67 MiB stream, a quarter of the
+default.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from toolwire._memory import return_freed_memory
+from toolwire._memory import return_freed_memory_soon
 from toolwire.config._model import (
     DEFAULT_UPSTREAM_MAX_BODY_BYTES,
     DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
     DEFAULT_UPSTREAM_MAX_LINE_BYTES,
+    DEFAULT_UPSTREAM_MAX_STREAM_BYTES,
 )
 from toolwire.errors import UpstreamLimitError
 from toolwire.protocol import SSELimitExceeded
@@ -49,29 +53,36 @@ class UpstreamLimits:
     max_line_bytes: int = DEFAULT_UPSTREAM_MAX_LINE_BYTES
     max_event_bytes: int = DEFAULT_UPSTREAM_MAX_EVENT_BYTES
     max_body_bytes: int = DEFAULT_UPSTREAM_MAX_BODY_BYTES
+    max_stream_bytes: int = DEFAULT_UPSTREAM_MAX_STREAM_BYTES
     tripped: Callable[[str], None] = field(default=_ignore, compare=False, repr=False)
 
     def stream_error(self, exceeded: SSELimitExceeded) -> UpstreamLimitError:
-        """What the client is told when a stream's line or event was too long (call it
-        once what was held of it is dropped: the memory is given back here)."""
-        setting = f"upstream_max_{exceeded.what}_bytes"
-        self.tripped(setting)
-        return_freed_memory()
-        return UpstreamLimitError(
-            f"The upstream sent an SSE {exceeded.what} longer than the gateway's limit of "
-            f"{_size(exceeded.limit)} ({setting}); the stream was cut.",
-            limit=setting,
+        """What the client is told when a stream's line or event was too long."""
+        return self._exceeded(
+            f"upstream_max_{exceeded.what}_bytes",
+            f"The upstream sent an SSE {exceeded.what} longer than the gateway's limit of {_size(exceeded.limit)}",
+            "the stream was cut",
+        )
+
+    def stream_too_long_error(self) -> UpstreamLimitError:
+        return self._exceeded(
+            "upstream_max_stream_bytes",
+            f"The upstream's stream is longer than the gateway's limit of {_size(self.max_stream_bytes)}",
+            "it was cut",
         )
 
     def body_error(self) -> UpstreamLimitError:
-        setting = "upstream_max_body_bytes"
-        self.tripped(setting)
-        return_freed_memory()
-        return UpstreamLimitError(
-            f"The upstream's answer is larger than the gateway's limit of {_size(self.max_body_bytes)} "
-            f"({setting}); it was not read to the end.",
-            limit=setting,
+        return self._exceeded(
+            "upstream_max_body_bytes",
+            f"The upstream's answer is larger than the gateway's limit of {_size(self.max_body_bytes)}",
+            "it was not read to the end",
         )
+
+    def _exceeded(self, setting: str, what: str, consequence: str) -> UpstreamLimitError:
+        """Count the trip, give the memory that held the read back soon, and say so."""
+        self.tripped(setting)
+        return_freed_memory_soon()
+        return UpstreamLimitError(f"{what} ({setting}); {consequence}.", limit=setting)
 
 
 async def read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
