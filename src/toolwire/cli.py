@@ -122,7 +122,7 @@ def serve(
         int | None, typer.Option(help="Largest non-streamed upstream answer, decompressed (502 past it) [32 MiB].")
     ] = None,
     upstream_max_stream_bytes: Annotated[
-        int | None, typer.Option(help="Longest streamed upstream answer, decompressed; the stream fails past it [256 MiB].")
+        int | None, typer.Option(help="Longest streamed upstream answer, decompressed; the stream fails past it [128 MiB].")
     ] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:

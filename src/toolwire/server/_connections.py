@@ -17,21 +17,24 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
 * **head**: complete within ``client_header_timeout`` of the connection's start or, on a
   kept-alive connection, of its first byte (else 408; a connection that sent nothing is
   just closed), and no larger than ``max_header_bytes`` (else 431);
-* **body**: its first bytes within ``client_body_timeout`` of the head, and then on
-  average at least ``client_body_min_rate`` bytes a second: the deadline is
-  ``client_body_timeout + received / rate`` after the head (else 408, or the connection
-  just closed if the request was answered already). The rest of a body the app did not
-  read (a 413, a 503) is discarded under the same deadline;
+* **body**: no gap longer than ``client_body_timeout`` (nginx's ``client_body_timeout``),
+  and on average at least ``client_body_min_rate`` bytes a second, with
+  ``client_body_timeout`` of slack (Apache's ``MinRate``): a body dripped fast enough to
+  beat the first is caught by the second. Else 408, or the connection just closed if the
+  request was answered already: the rest of a body the app did not read (a 413, a 503)
+  is discarded under the same bounds;
 * **answer**: a client that takes nothing of it for ``client_send_timeout`` is dropped,
   which ends its exchange and cancels the upstream request;
 * **idle**: ``keep_alive_timeout`` between requests (uvicorn's timer, re-armed when a
   body ends after its answer);
 * **connections**: ``max_connections`` per process (``ConnectionTable``). At the cap, a
   new connection closes the one that has waited longest for a request (idle, or its head
-  not yet complete), as nginx reuses connections, so silent clients cannot keep anyone
-  out; when every connection is busy with a request, the new one is answered 503 with
-  ``retry-after`` as soon as its head arrives, and past a small overflow it is closed at
-  once, so the process never runs out of file descriptors.
+  not yet complete) and has no bytes on their way, as nginx reuses connections, so silent
+  clients cannot keep anyone out (nor can a flood of them push out an honest request
+  whose head has arrived but is not read yet); when every connection is busy with a
+  request, the new one is answered 503 with ``retry-after`` as soon as its head arrives,
+  and past a small overflow it is closed at once, so the process never runs out of file
+  descriptors.
 
 The limits are read once per process from the configuration the app factory reads
 (``toolwire serve`` puts it in the environment); uvicorn builds this protocol by name
@@ -42,7 +45,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import fcntl
+import itertools
 import os
+import struct
+import termios
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +98,10 @@ class Admission(enum.Enum):
     CLOSED = "closed"  # closed at once
 
 
+RECLAIM_SCAN = 32
+"""How many of the longest-waiting connections are looked at for one with nothing on its way."""
+
+
 class ConnectionTable:
     """The process's open client connections, and those waiting for a request, oldest first."""
 
@@ -108,11 +119,8 @@ class ConnectionTable:
         """A new connection: count it, making room by closing the longest-waiting one when full."""
         self.open += 1
         self._counted.add(connection)
-        if self.open > self.limits.max_connections and self._waiting:
-            oldest = next(iter(self._waiting))
-            self._forget(oldest)
-            count_limit("max_connections_reclaimed")
-            oldest.reclaim()
+        if self.open > self.limits.max_connections:
+            self._reclaim_one()
         if self.open <= self.limits.max_connections:
             self._waiting[connection] = None
             return Admission.ADMITTED
@@ -121,6 +129,17 @@ class ConnectionTable:
             count_limit("max_connections")
             return Admission.CLOSED
         return Admission.OVER
+
+    def _reclaim_one(self) -> None:
+        """Close the connection that has waited longest for a request and has nothing on
+        its way: one whose request's bytes are in the kernel, not yet read (a busy event
+        loop reads them a moment after the connection is accepted), is left alone."""
+        for candidate in itertools.islice(self._waiting, RECLAIM_SCAN):
+            if not candidate.bytes_pending():
+                self._forget(candidate)
+                count_limit("max_connections_reclaimed")
+                candidate.reclaim()
+                return
 
     def has_room(self) -> bool:
         return self.open <= self.limits.max_connections
@@ -176,6 +195,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._body_pending = False
         self._body_started = 0.0
+        self._body_last = 0.0  # when body bytes last arrived
         self._body_bytes = 0
         self._over_capacity = False
 
@@ -200,6 +220,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         """Closed to make room for a new connection (it was waiting for a request)."""
         self._cancel_deadline()
         self.transport.close()
+
+    def bytes_pending(self) -> bool:
+        """Bytes from the client have arrived that this process has not read yet."""
+        try:
+            fd = self.transport.get_extra_info("socket").fileno()
+            (pending,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))
+        except (AttributeError, OSError, ValueError):
+            return False
+        return bool(pending)
 
     def handle_websocket_upgrade(self) -> None:
         # The WebSocket protocol takes the transport over; this one hears no more of it.
@@ -241,7 +270,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_deadline()
         self._table.busy(self)
         self._body_pending = True
-        self._body_started = self.loop.time()
+        self._body_started = self._body_last = self.loop.time()
         self._body_bytes = 0
         if self._over_capacity and not self._table.has_room():
             count_limit("max_connections")
@@ -256,6 +285,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
+        self._body_last = self.loop.time()
         super().on_body(body)
 
     def on_message_complete(self) -> None:
@@ -308,15 +338,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         limits, now = self._limits, self.loop.time()
         if self.flow.read_paused:
             # The gateway is not reading (it has enough unread): not the client's delay.
-            self._body_started, self._body_bytes = now, 0
-        deadline = self._body_started + limits.body_timeout + self._body_bytes / limits.body_min_rate
+            self._body_started, self._body_last, self._body_bytes = now, now, 0
+        deadline = min(
+            self._body_last + limits.body_timeout,
+            self._body_started + limits.body_timeout + self._body_bytes / limits.body_min_rate,
+        )
         if now < deadline:
             self._deadline = self.loop.call_at(deadline, self._body_check)
             return
         count_limit("client_body_timeout")
         message = (
-            f"The request body arrived too slowly: after {now - self._body_started:.0f} s, "
-            f"{self._body_bytes} bytes (client_body_timeout {limits.body_timeout:g} s, "
+            f"The request body arrived too slowly: {self._body_bytes} bytes in {now - self._body_started:.0f} s, "
+            f"the last {now - self._body_last:.0f} s ago (client_body_timeout {limits.body_timeout:g} s, "
             f"client_body_min_rate {limits.body_min_rate} bytes/s)."
         )
         self._answer_and_close(408, message, "request_timeout")
