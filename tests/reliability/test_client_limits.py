@@ -12,7 +12,9 @@ the cases end quickly; nothing here asserts how long anything took.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -114,6 +116,12 @@ def tripped(gateway: GatewayProcess) -> dict[str, float]:
     return {m[1]: float(m[2]) for m in re.finditer(r'^toolwire_limits_tripped_total{limit="([^"]+)"} (\S+)$', text, re.M)}
 
 
+def connections(gateway: GatewayProcess, state: str) -> int:
+    text = httpx.get(gateway.url + "/metrics", timeout=10).text
+    match = re.search(rf'^toolwire_client_connections{{state="{state}"}} (\S+)$', text, re.M)
+    return int(float(match[1])) if match else -1
+
+
 def honest(gateway: GatewayProcess, marker: str) -> None:
     events = stream(gateway, {"model": "m", "input": prompt("honest", marker)})
     assert output_text(terminal(events)["response"]) == f"echo {marker}"
@@ -183,6 +191,39 @@ def test_silent_and_slow_head_clients_beyond_the_descriptor_limit(
     assert now.get("max_connections_reclaimed", 0) > 0  # there were more than max_connections
     assert len(clients) > max_connections
     assert_recovered(gateway, before, "silent and slow-head clients")
+
+
+def test_a_request_already_on_its_way_is_not_reclaimed(hostile: HostileUpstream, start_gateway: StartGateway) -> None:
+    """A newcomer at the cap closes the connection that waited longest for a request, but
+    not one whose request has arrived and is not read yet. An honest client connects and
+    waits (the oldest connection); the gateway is stopped (SIGSTOP) while as many silent
+    clients as the cap connect and then the honest one sends its request; when it resumes,
+    it accepts the newcomers first, and the request is served while a silent client is
+    closed instead."""
+    gateway = start_gateway(upstream_url(hostile), "--max-connections", "10")
+    pid = gateway_pid(gateway)
+    before = warmed_up(gateway)
+    body = orjson.dumps({"model": "m", "input": prompt("honest", "first"), "stream": True})
+    honest_client = RawClient(gateway.port)
+    assert wait_until(lambda: connections(gateway, "waiting") == 1, timeout=10)  # accepted
+    silent: list[RawClient] = []
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        silent = [RawClient(gateway.port) for _ in range(10)]
+        honest_client.send(http_request("/v1/responses", body, headers={"Content-Length": str(len(body)), "Connection": "close"}))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        assert wait_until(honest_client.poll, timeout=30, interval=0.05), honest_client.received[-300:]
+        assert honest_client.status == 200, honest_client.received[:300]
+        assert b"response.completed" in honest_client.received
+        assert wait_until(lambda: any(client.poll() for client in silent), timeout=10)
+        assert tripped(gateway)["max_connections_reclaimed"] >= 1
+    finally:
+        honest_client.close()
+        for client in silent:
+            client.close()
+    assert_recovered(gateway, before, "request on its way")
 
 
 def test_slow_bodies_beyond_the_descriptor_limit_get_408_and_newcomers_503(
