@@ -20,7 +20,7 @@ SECTIONS = (
     "## Bodies",
 )
 
-KEPT_MARKER = "<!-- kept: the sections below are written by other bench runs (python -m bench.hostile) -->"
+KEPT_MARKER = "<!-- kept: the sections below come from other bench runs (bench.hostile, bench.answer_sizes, bench.connection_layer) -->"
 
 
 def with_kept_sections(new: str, old: str) -> str:

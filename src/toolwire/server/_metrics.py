@@ -28,7 +28,9 @@ label are kept, later ones count as ``"other"``. Upstream error kinds are ``prot
 streaming and the client got status n: 429 and 5xx from the upstream itself, 502 when it
 could not be reached, 504 when it was too slow) and ``stream_<code>`` (a failure after
 streaming began: ``stream_server_error``, ``stream_context_length_exceeded``) and
-``too_large`` (the upstream sent more than a read limit allows). ``limits_tripped_total``
+``too_large`` (a non-streamed answer larger than ``upstream_max_body_bytes``; a stream cut
+at a limit counts as ``stream_server_error``, and every trip in ``limits_tripped_total``).
+``limits_tripped_total``
 and ``client_connections`` are the process's (``_limits``, ``_connections``), counted
 below any app: they are the same in every app of one process.
 
