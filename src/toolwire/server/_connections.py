@@ -198,6 +198,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_last = 0.0  # when body bytes last arrived
         self._body_bytes = 0
         self._over_capacity = False
+        self._handed_over = False  # to the WebSocket protocol
 
     # ------------------------------------------------------------------ connection
 
@@ -231,7 +232,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         return bool(pending)
 
     def handle_websocket_upgrade(self) -> None:
-        # The WebSocket protocol takes the transport over; this one hears no more of it.
+        # The WebSocket protocol takes the transport over (and has its own bounds); this
+        # one hears no more of it.
+        self._handed_over = True
         self._cancel_deadline()
         self._table.closed(self)
         super().handle_websocket_upgrade()
@@ -247,7 +250,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._awaiting_head:
             self._head_bytes += len(data)
         super().data_received(data)
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._handed_over:
             return
         if self._awaiting_head:
             if self._head_bytes > self._limits.max_header_bytes:
