@@ -1,7 +1,9 @@
 """The markdown report of a benchmark run, from the results dict of ``bench.run``.
 
 Section titles are stable (``SECTIONS``; the CI smoke test looks for them), plus
-``## Profile`` when the run was profiled.
+``## Profile`` when the run was profiled. What follows ``KEPT_MARKER`` in the report
+(sections other runs write, such as ``bench.hostile``'s) is kept when it is rewritten
+(``with_kept_sections``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,16 @@ SECTIONS = (
     "## Is the load generator the bottleneck?",
     "## Bodies",
 )
+
+KEPT_MARKER = "<!-- kept: the sections below come from other bench runs (bench.hostile, bench.answer_sizes, bench.connection_layer) -->"
+
+
+def with_kept_sections(new: str, old: str) -> str:
+    """``new``, followed by what followed ``KEPT_MARKER`` in ``old``."""
+    if KEPT_MARKER not in old:
+        return new
+    return new.rstrip("\n") + "\n\n" + KEPT_MARKER + old.split(KEPT_MARKER, 1)[1]
+
 
 ANCHOR = (
     "For comparison, LiteLLM's Responses bridge adds ~54 ms per request at one connection and "

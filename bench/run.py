@@ -44,7 +44,7 @@ from typing import Any
 from . import core, procs, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
-from .report import render
+from .report import render, with_kept_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = (1, 16)
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     (work / "results.json").write_text(json.dumps(results, indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(results))
+    args.out.write_text(with_kept_sections(render(results), args.out.read_text() if args.out.exists() else ""))
     log(f"wrote {args.out} (raw figures: {work / 'results.json'}) in {results['seconds']:.0f} s")
 
 

@@ -49,6 +49,7 @@ PROTOCOL_ALL = [
     "ResponseStreamReader",
     "ResponsesRequest",
     "SSEDecoder",
+    "SSELimitExceeded",
     "ServerSentEvent",
     "StreamEvent",
     "SummaryText",

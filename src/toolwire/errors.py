@@ -7,7 +7,8 @@
     │   ├── RequestError         malformed or invalid request body         -> 400 (or .status)
     │   └── NotFoundError        an id or model the client named is unknown -> 404
     ├── UpstreamError            the backend failed or broke the protocol  -> 502 / its own status
-    │   └── UpstreamProtocolError  the backend sent bytes we cannot read
+    │   ├── UpstreamProtocolError  the backend sent bytes we cannot read
+    │   └── UpstreamLimitError     the backend sent more than a read limit allows -> 502
     └── InternalError            a bug in toolwire                         -> 500
 
 Every error carries an HTTP status hint and an OpenAI-shaped error body; the
@@ -110,6 +111,15 @@ class UpstreamError(ToolwireError):
 
 class UpstreamProtocolError(UpstreamError):
     """The backend answered with bytes that are not the protocol it claims to speak."""
+
+
+class UpstreamLimitError(UpstreamError):
+    """The backend sent more than the gateway holds for one answer (a line, an event,
+    a body); ``limit`` is the setting that bounds it, e.g. ``upstream_max_line_bytes``."""
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message, status=502, code="upstream_response_too_large")
+        self.limit = limit
 
 
 class InternalError(ToolwireError):

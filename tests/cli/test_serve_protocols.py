@@ -38,7 +38,7 @@ def test_the_protocols_are_toolwires_subclasses_of_uvicorns_own() -> None:
     assert issubclass(import_from_string(settings["ws"]), WebSocketsSansIOProtocol)
 
 
-@pytest.mark.parametrize("key", ["ws_max_message_bytes", "ws_max_lifetime", "ws_ping_timeout", "handshake_timeout"])
+@pytest.mark.parametrize("key", ["ws_max_message_bytes", "ws_max_lifetime", "ws_ping_timeout", "client_header_timeout"])
 def test_bounds_must_be_positive(key: str) -> None:
     with pytest.raises(ValueError, match=key):
         ServerConfig.model_validate({key: 0})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolwire.protocol import ServerSentEvent, SSEDecoder, encode_event
+from toolwire.protocol import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event
 from toolwire.protocol._sse import _FRAME_STARTS, _MAX_FRAME_STARTS
 
 
@@ -406,3 +406,86 @@ def test_encode_event_many_names() -> None:
     for number in range(2000):
         assert encode_event(b"1", f"name-{number}") == f"event: name-{number}\ndata: 1\n\n".encode()
     assert len(_FRAME_STARTS) <= _MAX_FRAME_STARTS
+
+
+# ------------------------------------------------------ limits on what the decoder holds
+
+LIMIT = 64
+
+
+def feed_with_limits(chunks: list[bytes], *, data_only: bool = False) -> list[str]:
+    decoder = SSEDecoder(max_line_bytes=LIMIT, max_event_bytes=2 * LIMIT)
+    data: list[str] = []
+    for chunk in chunks:
+        data += decoder.feed_data(chunk) if data_only else [e.data for e in decoder.feed(chunk)]
+    return data + (decoder.flush_data() if data_only else [e.data for e in decoder.flush()])
+
+
+def pieces(stream: bytes, size: int) -> list[bytes]:
+    return [stream[i : i + size] for i in range(0, len(stream), size)]
+
+
+A_LINE_AT_THE_LIMIT = b"data: " + b"x" * (LIMIT - 6)
+UNDER_THE_LIMITS = [
+    pytest.param(A_LINE_AT_THE_LIMIT + b"\n\n", ["x" * (LIMIT - 6)], id="one-line-event-at-the-line-limit"),
+    pytest.param(
+        (A_LINE_AT_THE_LIMIT + b"\n") * 2 + b"data: " + b"y" * 3 + b"\n\n",
+        [f"{'x' * (LIMIT - 6)}\n{'x' * (LIMIT - 6)}\ny" + "yy"],
+        id="three-line-event-at-the-event-limit",
+    ),
+    pytest.param(b": " + b"c" * (LIMIT - 2) + b"\n" + b"data: ok\n\n", ["ok"], id="comment-at-the-line-limit"),
+    pytest.param(
+        ("data: " + "é" * ((LIMIT - 6) // 2) + "\n\n").encode(), ["é" * ((LIMIT - 6) // 2)], id="two-byte-characters-counted-as-bytes"
+    ),
+    pytest.param((A_LINE_AT_THE_LIMIT + b"\n\n") * 50, ["x" * (LIMIT - 6)] * 50, id="many-events-each-under"),
+]
+"""The event limit is 2 * LIMIT: 58 + 1 + 58 + 1 + 3 = 121 <= 128 (with 11 ``y``, 129 is over)."""
+
+
+@pytest.mark.parametrize(("stream", "expected"), UNDER_THE_LIMITS)
+@pytest.mark.parametrize("size", [1, 7, 64, 10_000], ids=lambda size: f"pieces-of-{size}")
+@pytest.mark.parametrize("data_only", [False, True], ids=["feed", "feed_data"])
+def test_streams_within_the_limits_decode_whole(stream: bytes, expected: list[str], size: int, data_only: bool) -> None:
+    assert feed_with_limits(pieces(stream, size), data_only=data_only) == expected
+
+
+OVER_THE_LIMITS = [
+    pytest.param(A_LINE_AT_THE_LIMIT + b"x\n\n", "line", id="one-line-event-one-byte-over"),
+    pytest.param(b"data: " + b"x" * 10_000, "line", id="a-line-that-never-ends"),
+    pytest.param(b"data: {" + b'"a":' * 1000, "line", id="a-json-line-that-never-ends"),
+    pytest.param(b": " + b"c" * LIMIT + b"\n\n", "line", id="a-comment-over"),
+    pytest.param(("data: " + "é" * ((LIMIT - 6) // 2 + 1) + "\n\n").encode(), "line", id="two-byte-characters-over"),
+    pytest.param(b"event: " + b"e" * LIMIT + b"\ndata: x\n\n", "line", id="an-event-name-over"),
+    pytest.param(b"data: x\n" * 1000, "event", id="an-event-that-never-ends"),
+    pytest.param((A_LINE_AT_THE_LIMIT + b"\n") * 2 + b"data: " + b"y" * 11 + b"\n\n", "event", id="lines-under-event-over"),
+    pytest.param(b"data: x\r" * 1000, "event", id="an-event-that-never-ends-CR"),
+]
+
+
+@pytest.mark.parametrize(("stream", "what"), OVER_THE_LIMITS)
+@pytest.mark.parametrize("size", [1, 7, 64, 10_000], ids=lambda size: f"pieces-of-{size}")
+@pytest.mark.parametrize("data_only", [False, True], ids=["feed", "feed_data"])
+def test_a_line_or_event_over_its_limit_raises(stream: bytes, what: str, size: int, data_only: bool) -> None:
+    with pytest.raises(SSELimitExceeded) as raised:
+        feed_with_limits(pieces(stream, size), data_only=data_only)
+    assert raised.value.what == what
+    assert raised.value.limit == (LIMIT if what == "line" else 2 * LIMIT)
+    assert f"longer than {raised.value.limit} bytes" in str(raised.value)
+
+
+def test_an_endless_line_raises_before_the_decoder_holds_much_more_than_the_limit() -> None:
+    decoder = SSEDecoder(max_line_bytes=1000)
+    held = 0
+    with pytest.raises(SSELimitExceeded):
+        decoder.feed(b"data: ")
+        for _ in range(1000):
+            decoder.feed(b"a" * 100)
+            held += 100
+    assert held <= 1000
+
+
+def test_events_before_the_one_over_the_limit_are_returned_by_earlier_feeds() -> None:
+    decoder = SSEDecoder(max_line_bytes=LIMIT, max_event_bytes=LIMIT)
+    assert decoder.feed_data(b"data: first\n\n") == ["first"]
+    with pytest.raises(SSELimitExceeded):
+        decoder.feed_data(b"data: " + b"z" * LIMIT)

@@ -25,9 +25,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _gateway_factory(directory: Path) -> Iterator[StartGateway]:
     started: list[GatewayProcess] = []
 
-    def start(upstream_url: str, *args: str, env: dict[str, str] | None = None) -> GatewayProcess:
+    def start(
+        upstream_url: str, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> GatewayProcess:
         log_path = directory / f"gateway-{len(started)}.log"
-        gateway = GatewayProcess(upstream_url, log_path, *args, env=env)
+        gateway = GatewayProcess(upstream_url, log_path, *args, env=env, open_files=open_files)
         started.append(gateway)
         return gateway.start()
 

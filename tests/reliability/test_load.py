@@ -8,7 +8,9 @@ held open together: each client waits at a barrier after its first event until a
 The soak (``-m soak``) runs a mixed workload (streams, tool calls, JSON answers,
 upstream errors, cut streams, clients that leave) at moderate concurrency for
 ``TOOLWIRE_SOAK_SECONDS`` (150 by default: a few minutes, inside what CI allows) and
-samples the gateway's RSS, fds and threads every few seconds.
+samples the gateway's RSS, fds and threads every few seconds. Beside it, the hostile run
+(``bench.hostile``, also ``-m soak``) puts honest Codex traffic and hostile peers on the
+gateway at once for ``TOOLWIRE_HOSTILE_SECONDS`` (60 by default).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ import os
 import random
 import secrets
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -270,3 +275,32 @@ def _slope(points: list[tuple[float, float]]) -> float:
     mean_y = statistics.fmean(y for _, y in points)
     spread = sum((x - mean_x) ** 2 for x, _ in points)
     return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread if spread else 0.0
+
+
+# ---------------------------------------------------------------- hostile peers
+
+HOSTILE_SECONDS = float(os.environ.get("TOOLWIRE_HOSTILE_SECONDS", "60"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.soak
+def test_hostile_peers_beside_honest_codex_traffic(tmp_path: Path) -> None:
+    """``python -m bench.hostile`` at CI size: endless upstream answers, silent and slow
+    clients beyond the connection cap, oversized bodies and a client that stops reading,
+    all at once with honest Codex requests. Every honest request is served, every hostile
+    one ends as it should, the gateway's RSS stays under the bench's ceiling and comes
+    back, and no descriptor is left behind."""
+    figures = tmp_path / "hostile.json"
+    command = [sys.executable, "-m", "bench.hostile", "--seconds", f"{HOSTILE_SECONDS:g}",
+               "--json", str(figures), "--work-dir", str(tmp_path / "work")]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HOSTILE_SECONDS + 300)
+    print(result.stdout[-6000:])
+    assert figures.exists(), f"bench.hostile did not finish:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    data = json.loads(figures.read_text())
+    assert data["verdict"] and all(data["verdict"].values()), (data["verdict"], data["unexpected"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert data["peers"]["honest Codex requests"]["expected"] > 0
+    tripped = data["limits_tripped"]
+    for limit in ("upstream_max_line_bytes", "upstream_max_event_bytes", "upstream_max_body_bytes",
+                  "max_connections_reclaimed", "max_body_bytes", "client_body_timeout"):
+        assert tripped.get(limit, 0) > 0, (limit, tripped)

@@ -118,7 +118,7 @@ def bounded(_session_upstream: ChatUpstream, tmp_path_factory: pytest.TempPathFa
         "--ws-max-lifetime", str(BOUNDED_LIFETIME),
         "--ws-max-message-bytes", str(MESSAGE_LIMIT),
         "--ws-ping-interval", "0.5", "--ws-ping-timeout", "0.5",
-        "--handshake-timeout", "1",
+        "--client-header-timeout", "1",
     ]
     env = {"TOOLWIRE_TEST_CLIENT_KEYS": CLIENT_KEY}
     with GatewayProcess(_session_upstream.base_url, log_path, *args, env=env) as gateway:
@@ -335,7 +335,7 @@ async def test_the_handshake_needs_the_client_key(bounded: GatewayProcess, upstr
 
 async def test_a_message_over_the_limit_closes_with_1009(bounded: GatewayProcess, upstream: ChatUpstream) -> None:
     upstream.responder = echo
-    before = metric(bounded, "toolwire_connection_limits_total", limit="message_size")
+    before = metric(bounded, "toolwire_limits_tripped_total", limit="ws_max_message_bytes")
     async with session(bounded, key=CLIENT_KEY) as ws:
         assert ws.response.headers["x-codex-websocket-max-message-bytes"] == str(MESSAGE_LIMIT)
         small = "s" * (MESSAGE_LIMIT - 200)
@@ -344,13 +344,13 @@ async def test_a_message_over_the_limit_closes_with_1009(bounded: GatewayProcess
         with pytest.raises(ConnectionClosed) as closed:
             await next_event(ws)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
-    assert wait_until(lambda: metric(bounded, "toolwire_connection_limits_total", limit="message_size") == before + 1, timeout=10)
+    assert wait_until(lambda: metric(bounded, "toolwire_limits_tripped_total", limit="ws_max_message_bytes") == before + 1, timeout=10)
 
 
 async def test_a_connection_ends_at_its_lifetime(bounded: GatewayProcess, upstream: ChatUpstream) -> None:
     """Idle at the deadline: closed (1000). Busy: its response finishes first, and a
     message that waited gets ``websocket_connection_limit_reached``."""
-    before = metric(bounded, "toolwire_connection_limits_total", limit="lifetime")
+    before = metric(bounded, "toolwire_limits_tripped_total", limit="ws_max_lifetime")
     async with session(bounded, key=CLIENT_KEY) as ws:
         with pytest.raises(ConnectionClosed) as closed:
             await next_event(ws, timeout=BOUNDED_LIFETIME + 20)
@@ -367,7 +367,7 @@ async def test_a_connection_ends_at_its_lifetime(bounded: GatewayProcess, upstre
             await next_event(ws)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000
     assert len(upstream.chat_requests) == 1  # the waiting message never went upstream
-    assert wait_until(lambda: metric(bounded, "toolwire_connection_limits_total", limit="lifetime") == before + 2, timeout=10)
+    assert wait_until(lambda: metric(bounded, "toolwire_limits_tripped_total", limit="ws_max_lifetime") == before + 2, timeout=10)
 
 
 def raw_upgrade(gateway: GatewayProcess) -> socket.socket:
@@ -398,20 +398,20 @@ def read_until_closed(sock: socket.socket, timeout: float) -> bytes:
 
 
 def test_a_client_that_does_not_answer_pings_is_dropped(bounded: GatewayProcess) -> None:
-    before = metric(bounded, "toolwire_connection_limits_total", limit="ping_timeout")
+    before = metric(bounded, "toolwire_limits_tripped_total", limit="ws_ping_timeout")
     with raw_upgrade(bounded) as sock:
         received = read_until_closed(sock, timeout=20)
     assert received.startswith(b"HTTP/1.1 101"), received[:200]
     assert b"\x89" in received  # a ping frame came, and went unanswered
-    assert wait_until(lambda: metric(bounded, "toolwire_connection_limits_total", limit="ping_timeout") == before + 1, timeout=10)
+    assert wait_until(lambda: metric(bounded, "toolwire_limits_tripped_total", limit="ws_ping_timeout") == before + 1, timeout=10)
 
 
 def test_a_connection_that_never_finishes_its_handshake_is_closed(bounded: GatewayProcess) -> None:
-    before = metric(bounded, "toolwire_connection_limits_total", limit="handshake_timeout")
+    before = metric(bounded, "toolwire_limits_tripped_total", limit="client_header_timeout")
     with socket.create_connection(("127.0.0.1", bounded.port), timeout=20) as sock:
         sock.sendall(b"GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")  # and no more
-        assert read_until_closed(sock, timeout=20) == b""
-    assert wait_until(lambda: metric(bounded, "toolwire_connection_limits_total", limit="handshake_timeout") == before + 1, timeout=10)
+        assert read_until_closed(sock, timeout=20).startswith(b"HTTP/1.1 408 ")  # the head began: 408, closed
+    assert wait_until(lambda: metric(bounded, "toolwire_limits_tripped_total", limit="client_header_timeout") == before + 1, timeout=10)
 
 
 # --------------------------------------------------------------------------- shutdown

@@ -8,6 +8,7 @@ app factory are all exercised. Its combined log is kept in a file that tests can
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -34,9 +35,16 @@ class GatewayProcess:
     """
 
     def __init__(
-        self, upstream_url: str | None, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
+        self,
+        upstream_url: str | None,
+        log_path: Path,
+        *extra_args: str,
+        env: dict[str, str] | None = None,
+        open_files: int | None = None,
     ) -> None:
+        """``open_files`` sets the process's open-files limit (soft and hard), as ``ulimit -n`` would."""
         self.port = free_port()
+        self.open_files = open_files
         self.log_path = log_path
         upstream = ["--upstream", upstream_url, "--upstream-key-env", UPSTREAM_KEY_ENV] if upstream_url else []
         self.args = [
@@ -62,7 +70,11 @@ class GatewayProcess:
 
     def start(self, timeout: float = 20.0) -> GatewayProcess:
         log = self.log_path.open("ab")
-        self.process = subprocess.Popen(self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        limit = self.open_files
+        self.process = subprocess.Popen(
+            self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=None if limit is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)),
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -75,9 +75,6 @@ def serve(
     shutdown_grace: Annotated[
         float | None, typer.Option(help="On SIGTERM, seconds running streams get to finish before they are failed [30].")
     ] = None,
-    handshake_timeout: Annotated[
-        float | None, typer.Option(help="Seconds a new connection gets to send its request head (a WebSocket upgrade or any request) [10].")
-    ] = None,
     ws_max_message_bytes: Annotated[
         int | None, typer.Option(help="Largest WebSocket message accepted; a larger one closes the connection with 1009 [--max-body-bytes].")
     ] = None,
@@ -107,12 +104,46 @@ def serve(
         bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui; it keeps recent traffic in memory [off].")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
+    client_header_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a request's head may take to arrive (408 past it) [10].")
+    ] = None,
+    max_header_bytes: Annotated[int | None, typer.Option(help="Largest request head accepted (431 above) [64 KiB].")] = None,
+    client_body_timeout: Annotated[
+        float | None, typer.Option(help="Seconds for a request body's first bytes, and slack for --client-body-min-rate (408) [30].")
+    ] = None,
+    client_body_min_rate: Annotated[
+        int | None, typer.Option(help="Bytes a second a request body must arrive at, on average, after that (408) [8 KiB].")
+    ] = None,
+    client_send_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a client may take none of its answer before it is dropped [60].")
+    ] = None,
+    keep_alive_timeout: Annotated[float | None, typer.Option(help="Seconds an idle keep-alive connection is kept [30].")] = None,
+    max_connections: Annotated[
+        int | None, typer.Option(help="Client connections per process (503 + retry-after past it) [from ulimit -n, at most 4096].")
+    ] = None,
+    max_streams: Annotated[
+        int | None, typer.Option(help="/v1/responses exchanges in progress per process (503 + retry-after past it) [from ulimit -n, at most 1024].")
+    ] = None,
+    upstream_max_line_bytes: Annotated[
+        int | None, typer.Option(help="Longest SSE line accepted from an upstream; the stream fails past it [16 MiB].")
+    ] = None,
+    upstream_max_event_bytes: Annotated[
+        int | None, typer.Option(help="Largest SSE event accepted from an upstream; the stream fails past it [16 MiB].")
+    ] = None,
+    upstream_max_body_bytes: Annotated[
+        int | None, typer.Option(help="Largest non-streamed upstream answer, decompressed (502 past it) [32 MiB].")
+    ] = None,
+    upstream_max_stream_bytes: Annotated[
+        int | None, typer.Option(help="Longest streamed upstream answer, decompressed; the stream fails past it [128 MiB].")
+    ] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
     """Serve the Responses API in front of Chat Completions, Responses or other backends."""
     import uvicorn
 
-    from toolwire.server._factory import CONFIG_ENV, MODEL_OVERRIDE_ENV
+    from toolwire.server._capacity import capacity, raise_open_files_limit
+    from toolwire.server._factory import MODEL_OVERRIDE_ENV
+    from toolwire.server._settings import CONFIG_ENV
     from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
 
     try:
@@ -128,7 +159,6 @@ def serve(
         "upstream_timeout": upstream_timeout,
         "upstream_retries": upstream_retries,
         "shutdown_grace": shutdown_grace,
-        "handshake_timeout": handshake_timeout,
         "ws_max_message_bytes": ws_max_message_bytes,
         "ws_max_lifetime": ws_max_lifetime,
         "ws_ping_interval": ws_ping_interval,
@@ -141,6 +171,18 @@ def serve(
         "capture_max_bytes": capture_max_bytes,
         "inspector": inspector,
         "insecure_no_auth": True if insecure_no_auth else None,
+        "client_header_timeout": client_header_timeout,
+        "max_header_bytes": max_header_bytes,
+        "client_body_timeout": client_body_timeout,
+        "client_body_min_rate": client_body_min_rate,
+        "client_send_timeout": client_send_timeout,
+        "keep_alive_timeout": keep_alive_timeout,
+        "max_connections": max_connections,
+        "max_streams": max_streams,
+        "upstream_max_line_bytes": upstream_max_line_bytes,
+        "upstream_max_event_bytes": upstream_max_event_bytes,
+        "upstream_max_body_bytes": upstream_max_body_bytes,
+        "upstream_max_stream_bytes": upstream_max_stream_bytes,
     }
     try:
         settings = with_flags(
@@ -158,9 +200,18 @@ def serve(
             typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     server = settings.server
+    open_files = raise_open_files_limit()
+    try:
+        caps = capacity(server.max_connections, server.max_streams, open_files)
+    except ValueError as exc:
+        _fail(str(exc))
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
     logging.basicConfig(level=log_level.value.upper(), format=LOG_FORMAT)
+    logging.getLogger("toolwire.server").info(
+        "per process: at most %d client connections and %d streams (open files limit %d)",
+        caps.max_connections, caps.max_streams, open_files,
+    )
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,
@@ -169,6 +220,7 @@ def serve(
         "log_level": log_level.value,
         "access_log": False,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
+        "timeout_keep_alive": server.keep_alive_timeout,  # a float works: it goes to call_later
         "timeout_graceful_shutdown": server.shutdown_grace,  # a float works: it goes to asyncio.wait_for
         **uvicorn_protocols(server),
     }
@@ -178,16 +230,17 @@ def serve(
 
 
 def uvicorn_protocols(server: ServerConfig) -> dict[str, Any]:
-    """uvicorn's protocol settings: httptools for HTTP/1.1 and the sans-I/O ``websockets``
-    protocol for WebSocket, each through toolwire's subclass (``toolwire.server._uvicorn``:
-    the handshake time limit, finishing responses on shutdown), with the WebSocket bounds.
+    """uvicorn's protocol settings: httptools for HTTP/1.1 with every client read bounded
+    (``toolwire.server._connections``) and the sans-I/O ``websockets`` protocol for
+    WebSocket, finishing responses on shutdown (``toolwire.server._uvicorn``), with the
+    WebSocket bounds.
 
     Per-message deflate is off: the events are small and the clients local or near, so
     compressing every message would cost CPU (and a zlib context per connection) for
     little; SSE is not compressed either.
     """
     return {
-        "http": "toolwire.server._uvicorn:HandshakeTimedHttpProtocol",
+        "http": "toolwire.server._connections:BoundedHttpToolsProtocol",
         "ws": "toolwire.server._uvicorn:DrainingWebSocketProtocol",
         "ws_max_size": server.ws_message_limit,
         "ws_ping_interval": server.ws_ping_interval or None,

@@ -5,13 +5,22 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from toolwire.translate import ToolCallText
-from toolwire.upstream import KINDS, backend_kind
+from toolwire.upstream import (
+    DEFAULT_UPSTREAM_MAX_BODY_BYTES,
+    DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
+    DEFAULT_UPSTREAM_MAX_LINE_BYTES,
+    DEFAULT_UPSTREAM_MAX_STREAM_BYTES,
+    KINDS,
+    backend_kind,
+)
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_CAPTURE_KEEP = 10
 DEFAULT_INSPECTOR_MAX_EXCHANGES = 200
 DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
+# What one upstream answer may make the gateway hold: twelve times the longest SSE line
+# a model's largest answer makes (bench/answer_sizes.py), a non-streamed body twice that.
 
 
 class _Strict(BaseModel):
@@ -30,9 +39,6 @@ class ServerConfig(_Strict):
     upstream_timeout: float = Field(default=300.0, gt=0)
     upstream_retries: int = Field(default=3, ge=1, le=10)
     shutdown_grace: float = Field(default=30.0, ge=0)
-    # Seconds a new connection gets to send its request head (a WebSocket upgrade, or any
-    # request); one that has not is closed.
-    handshake_timeout: float = Field(default=10.0, gt=0)
     # Responses over WebSocket (GET /v1/responses with Upgrade: websocket): a larger
     # message closes the connection with 1009 (None: max_body_bytes); a connection is
     # closed after ws_max_lifetime seconds (the Open Responses limit: 60 minutes); it is
@@ -49,7 +55,7 @@ class ServerConfig(_Strict):
     store_ttl_seconds: float | None = Field(default=30 * 24 * 3600, gt=0)
     store_max_entries: int | None = Field(default=10_000, gt=0)
     workers: int = Field(default=1, ge=1)
-    # Observability (toolwire.server._observability): /metrics is always served.
+    # Observability (toolwire.server.observe): /metrics is always served.
     capture_dir: str | None = None  # each exchange as a JSON line, redacted; off when None
     capture_max_bytes: int = Field(default=DEFAULT_CAPTURE_MAX_BYTES, gt=0)  # per file, then rotate
     capture_keep: int = Field(default=DEFAULT_CAPTURE_KEEP, ge=1)  # newest files kept
@@ -58,6 +64,22 @@ class ServerConfig(_Strict):
     inspector: bool = False
     inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
     inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
+    # Bounds on every read from a client (toolwire.server._connections, _limits).
+    client_header_timeout: float = Field(default=10.0, gt=0)  # a request's head, from its first byte (408)
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)  # a request's head (431)
+    client_body_timeout: float = Field(default=30.0, gt=0)  # the body's first bytes, and slack for the rate (408)
+    client_body_min_rate: int = Field(default=8 * 1024, ge=1)  # bytes a second a body must keep up, on average
+    client_send_timeout: float = Field(default=60.0, gt=0)  # a client that reads nothing of its answer is dropped
+    keep_alive_timeout: float = Field(default=30.0, gt=0)  # an idle keep-alive connection is closed
+    # Connections and /v1/responses exchanges per process, past which clients get 503 and
+    # retry-after; None: as many as the process's open-files limit allows (ulimit -n).
+    max_connections: int | None = Field(default=None, ge=1)
+    max_streams: int | None = Field(default=None, ge=1)
+    # Bounds on every read from an upstream (toolwire.upstream._limits).
+    upstream_max_line_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_LINE_BYTES, ge=1024)
+    upstream_max_event_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_EVENT_BYTES, ge=1024)
+    upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1024)
+    upstream_max_stream_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_STREAM_BYTES, ge=1024)
 
     @property
     def ws_message_limit(self) -> int:

@@ -48,7 +48,7 @@ from ._items import (
     parse_item,
 )
 from ._request import ResponsesRequest, parse_request
-from ._sse import ServerSentEvent, SSEDecoder, encode_event
+from ._sse import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event
 from ._stream_reader import ResponseStreamReader
 from ._tools import (
     CustomTool,
@@ -100,6 +100,7 @@ __all__ = [
     "ResponseStreamReader",
     "ResponsesRequest",
     "SSEDecoder",
+    "SSELimitExceeded",
     "ServerSentEvent",
     "StreamEvent",
     "SummaryText",

@@ -7,14 +7,20 @@ far. It follows the WHATWG "event stream interpretation": LF, CR and CRLF line e
 after the colon, ``id`` and ``retry`` fields, a leading BOM ignored, and an event
 without a terminating blank line discarded at the end of the stream. ``[DONE]`` is
 ordinary data.
+
+The decoder holds at most one unfinished line and one unfinished event. A peer that
+never ends either would make it hold everything: ``max_line_bytes`` and
+``max_event_bytes`` bound them (in bytes of UTF-8), and past either ``feed`` raises
+``SSELimitExceeded`` instead of keeping more.
 """
 
 from __future__ import annotations
 
 import codecs
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 _Dispatched = TypeVar("_Dispatched")
 
@@ -23,6 +29,28 @@ _LF, _CR = ord("\n"), ord("\r")  # as ints, ``in`` scans bytes several times fas
 _FRAME_STARTS: dict[str | None, bytes] = {None: b"data: ", "": b"data: "}
 """What a one-line frame holds before its data, by event name: made once per name."""
 _MAX_FRAME_STARTS = 512  # names come from upstreams too: the table must not grow forever
+
+
+class SSELimitExceeded(Exception):
+    """A line or an event grew past the decoder's limit; ``what`` says which."""
+
+    def __init__(self, what: Literal["line", "event"], limit: int) -> None:
+        super().__init__(f"an SSE {what} longer than {limit} bytes")
+        self.what = what
+        self.limit = limit
+
+
+def _utf8_size(text: str) -> int:
+    """The size of ``text`` in UTF-8, without encoding it when it is ASCII (O(1) then)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _longer_than(text: str, limit: int) -> bool:
+    """``_utf8_size(text) > limit``, deciding from the length alone when it can."""
+    length = len(text)
+    if length > limit:
+        return True
+    return length * 4 > limit and _utf8_size(text) > limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +76,25 @@ class SSEDecoder:
     The text is cut into blocks at blank lines. A block that is one ``data: `` line
     (what nearly every server sends) becomes its event directly; any other block, and
     the unfinished block at the end, go line by line through the spec's rules.
+
+    A line longer than ``max_line_bytes``, or an event whose data is longer than
+    ``max_event_bytes``, raises ``SSELimitExceeded`` from ``feed`` as soon as the bytes
+    that make it too long arrive; the decoder is not usable after that.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_line_bytes: int = sys.maxsize, max_event_bytes: int = sys.maxsize) -> None:
+        self._max_line = max_line_bytes
+        self._max_event = max_event_bytes
+        # A block shorter than this cannot break either limit, whatever its characters.
+        self._checked_from = min(max_line_bytes, max_event_bytes) // 4
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial: list[str] = []
+        self._partial_size = 0
         self._started = False
         self._after_cr = False
         self._event = ""
         self._data: list[str] = []
+        self._data_size = 0
         self._last_id: str | None = None
         self._retry: int | None = None
 
@@ -82,9 +120,9 @@ class SSEDecoder:
         return data
 
     def _reset(self) -> None:
-        self._partial = []
+        self._partial, self._partial_size = [], 0
         self._after_cr = False
-        self._event, self._data = "", []
+        self._event, self._data, self._data_size = "", [], 0
 
     def _consume(self, text: str, dispatch: Callable[[str], _Dispatched]) -> list[_Dispatched]:
         """The events ``text`` completes, each made by ``dispatch`` from its data."""
@@ -98,12 +136,12 @@ class SSEDecoder:
                 text = text[1:]  # the second half of a CRLF split across chunks
         if "\n" not in text and "\r" not in text:
             if text:
-                self._partial.append(text)
+                self._keep_partial(text)
             return []
         if self._partial:
             self._partial.append(text)
             text = "".join(self._partial)
-            self._partial = []
+            self._partial, self._partial_size = [], 0
         if "\r" in text:
             # A CR at the very end may be the first half of a CRLF split across chunks.
             self._after_cr = text[-1] == "\r"
@@ -111,10 +149,14 @@ class SSEDecoder:
         blocks = text.split("\n\n")
         rest = blocks.pop()  # the block still open, possibly empty
         events: list[_Dispatched] = []
+        checked_from = self._checked_from
         for block in blocks:
             # The common shape: one data line, and no earlier line of its event pending
             # (the first block may continue lines read from an earlier chunk).
             if block.startswith("data: ") and "\n" not in block and not self._data and not self._event:
+                if len(block) > checked_from:
+                    self._check_line(block)
+                    self._check_event(block[6:])
                 events.append(dispatch(block[6:]))
                 continue
             for line in block.split("\n"):
@@ -126,19 +168,39 @@ class SSEDecoder:
             for line in lines:
                 self._line(line, dispatch, events)
         if rest:
-            self._partial.append(rest)
+            self._keep_partial(rest)
         return events
+
+    def _keep_partial(self, text: str) -> None:
+        """Hold ``text``, the start (or more) of a line whose end has not arrived."""
+        self._partial.append(text)
+        self._partial_size += _utf8_size(text)
+        if self._partial_size > self._max_line:
+            raise SSELimitExceeded("line", self._max_line)
+
+    def _check_line(self, line: str) -> None:
+        if _longer_than(line, self._max_line):
+            raise SSELimitExceeded("line", self._max_line)
+
+    def _check_event(self, data: str) -> None:
+        if _longer_than(data, self._max_event):
+            raise SSELimitExceeded("event", self._max_event)
 
     def _line(self, line: str, dispatch: Callable[[str], _Dispatched], events: list[_Dispatched]) -> None:
         if not line:
             self._dispatch(dispatch, events)
             return
+        if len(line) > self._checked_from:
+            self._check_line(line)
         if line[0] == ":":
             return
         name, colon, value = line.partition(":")
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += _utf8_size(value) + (1 if self._data else 0)  # + the joining LF
+            if self._data_size > self._max_event:
+                raise SSELimitExceeded("event", self._max_event)
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -151,7 +213,7 @@ class SSEDecoder:
     def _dispatch(self, dispatch: Callable[[str], _Dispatched], events: list[_Dispatched]) -> None:
         if self._data:
             events.append(dispatch("\n".join(self._data)))
-        self._event, self._data = "", []
+        self._event, self._data, self._data_size = "", [], 0
 
     def _new_event(self, data: str) -> ServerSentEvent:
         return ServerSentEvent(data=data, event=self._event or "message", id=self._last_id, retry=self._retry)

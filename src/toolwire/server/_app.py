@@ -8,8 +8,7 @@ settings they enforce (``_uvicorn``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,12 +21,12 @@ from ._admin import admin_routes
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
 from ._http_responses import ResponsesHttpEndpoint
+from ._limits import StreamLimit
 from ._model_list import model_list
 from ._pipeline import ExchangePipeline
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._stored import stored_routes
-from ._uvicorn import PROTOCOL_STATE, ProtocolSettings
 from ._websocket import ResponsesWebSocketEndpoint
 from .observe import KeyUsageObserver, LogObserver
 from .types import ASGIApp, Receive, Scope, Send
@@ -70,10 +69,9 @@ def create_app(
         return JSONResponse(body, status_code=405)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[Mapping[str, Any]]:
-        protocols = ProtocolSettings(settings.websocket.handshake_timeout, settings.limit_tripped)
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield {PROTOCOL_STATE: protocols}
+            yield
         finally:
             await router.aclose()
             if settings.store is not None:
@@ -97,7 +95,8 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
-    served = _ResponsesFastPath(responses, app)
+    limited: ASGIApp = responses if settings.max_streams is None else StreamLimit(responses, settings.max_streams)
+    served = _ResponsesFastPath(limited, app)
     return ClientAuth(served, gate) if gate is not None else served
 
 

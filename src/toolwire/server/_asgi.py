@@ -5,6 +5,7 @@ from __future__ import annotations
 from toolwire.errors import RequestError
 
 from ._content_coding import BodyDecoder, body_decoder
+from ._limits import count_limit
 from .types import Receive, Scope, Send
 
 
@@ -63,6 +64,7 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> RequestError:
+    count_limit("max_body_bytes")
     return RequestError(
         f"The request body is larger than the gateway's limit of {limit} bytes.",
         code="request_too_large",

@@ -19,12 +19,12 @@ from toolwire.store import open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
+from ._capacity import capacity, open_files_limit
 from ._routing import build_router
-from ._settings import GatewaySettings, WebSocketSettings
+from ._settings import CONFIG_ENV, GatewaySettings, WebSocketSettings
 from .observe import observability
 from .types import ASGIApp
 
-CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
 MODEL_OVERRIDE_ENV = "TOOLWIRE_SERVE_MODEL"
 YOUNG_GENERATION_THRESHOLD = 10_000
 """Net new container objects before a young collection (CPython's default: 700)."""
@@ -50,15 +50,14 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
     )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
+        max_streams=capacity(server.max_connections, server.max_streams, open_files_limit()).max_streams,
         gate=gate,
         store=store,
         redact=observed.redactor.redact_json,
         websocket=WebSocketSettings(
             max_message_bytes=server.ws_message_limit,
             max_lifetime=server.ws_max_lifetime,
-            handshake_timeout=server.handshake_timeout,
         ),
-        limit_tripped=observed.limit_tripped,
         codex_models=tuple(
             CodexModel(model.name, context_window=model.context_window or DEFAULT_CONTEXT_WINDOW, reasoning=model.reasoning)
             for model in config.models

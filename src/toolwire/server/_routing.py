@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from toolwire.config import GatewayConfig
 from toolwire.errors import NotFoundError
-from toolwire.upstream import Backend, BackendSetup, backend_kind
+from toolwire.upstream import Backend, BackendSetup, UpstreamLimits, backend_kind
+
+from ._limits import count_limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +89,22 @@ def build_router(
     config: GatewayConfig, *, default_model: str | None = None, environ: Mapping[str, str] | None = None
 ) -> ModelRouter:
     """Backends for every configured upstream, keys read from the environment now."""
-    setup = BackendSetup(config.server, os.environ if environ is None else environ)
+    setup = BackendSetup(config.server, os.environ if environ is None else environ, upstream_limits(config))
     backends = {
         upstream.name: backend_kind(upstream.kind).build(upstream, setup) for upstream in config.upstreams
     }
     models = {m.name: (m.upstream, m.upstream_model or m.name) for m in config.models}
     default = next((u.name for u in config.upstreams if u.default), None)
     return ModelRouter(backends, models, default, default_model)
+
+
+def upstream_limits(config: GatewayConfig) -> UpstreamLimits:
+    """The bounds on every upstream answer, each trip counted in the metrics."""
+    server = config.server
+    return UpstreamLimits(
+        max_line_bytes=server.upstream_max_line_bytes,
+        max_event_bytes=server.upstream_max_event_bytes,
+        max_body_bytes=server.upstream_max_body_bytes,
+        max_stream_bytes=server.upstream_max_stream_bytes,
+        tripped=count_limit,
+    )

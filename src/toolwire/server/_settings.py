@@ -10,9 +10,8 @@ from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
 
-
-def _count_nothing(limit: str) -> None:
-    """The default ``limit_tripped``: no metrics."""
+CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
+"""Where ``toolwire serve`` puts the configuration, as JSON, for each worker process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,13 +22,13 @@ class WebSocketSettings:
     """Told to clients in the handshake; uvicorn closes with 1009 above it (``ws_max_size``)."""
     max_lifetime: float = 3600.0
     """Seconds a connection lasts; the Open Responses limit is 60 minutes."""
-    handshake_timeout: float | None = None
-    """Seconds a new connection gets to send its request head (enforced in ``_uvicorn``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # POST /v1/responses exchanges in progress at once; None: no cap (StreamLimit).
+    max_streams: int | None = None
     # Who may call, with which models and limits (client keys, static and stored); None
     # lets everyone in.
     gate: KeyGate | None = field(default=None, repr=False)
@@ -40,8 +39,6 @@ class GatewaySettings:
     # texts before they reach a client (an upstream may echo a key in its message).
     redact: Callable[[bytes], bytes] = field(default=lambda raw: raw, repr=False)
     websocket: WebSocketSettings = WebSocketSettings()
-    # Counts a connection bound that tripped (the metrics' ``connection_limits_total``).
-    limit_tripped: Callable[[str], None] = field(default=_count_nothing, repr=False)
     # The configured models as Codex's model catalog describes them
     # (GET /v1/models?client_version=...).
     codex_models: tuple[CodexModel, ...] = ()

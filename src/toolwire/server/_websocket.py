@@ -52,6 +52,7 @@ from toolwire.errors import RequestError, ToolwireError
 
 from ._auth import principal_of
 from ._history import ConnectionHistory
+from ._limits import count_limit
 from ._pipeline import ExchangePipeline
 from ._transport import ErrorAnswer
 from ._uvicorn import DRAIN_EXTENSION
@@ -117,7 +118,6 @@ class ResponsesConnection:
     def __init__(self, pipeline: ExchangePipeline, scope: Scope, receive: Receive, send: Send) -> None:
         self._pipeline = pipeline
         settings = pipeline.settings
-        self._limit_tripped = settings.limit_tripped
         self._lifetime = settings.websocket.max_lifetime
         self._deadline = asyncio.get_running_loop().time() + self._lifetime
         self.history = ConnectionHistory(pipeline.store_history)
@@ -190,14 +190,14 @@ class ResponsesConnection:
                 self._stirred.set()
             elif message["type"] == "websocket.disconnect":
                 if message.get("code") == 1009 and not self._closed:
-                    self._limit_tripped("message_size")
+                    count_limit("ws_max_message_bytes")
                 self.gone.set()
                 self._stirred.set()
                 return
 
     async def _end_of_life(self) -> None:
         """The lifetime is over: refuse what waits, then close."""
-        self._limit_tripped("lifetime")
+        count_limit("ws_max_lifetime")
         minutes = self._lifetime / 60
         text = f"This WebSocket reached its lifetime limit ({minutes:g} minutes); open a new connection to continue."
         while not self._messages.empty():

@@ -5,16 +5,28 @@ Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds
 (``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
-Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
+Streams arrive as ``StreamBatches``: parsed objects, one list per network read. ``UpstreamLimits``
+bounds what one answer may make the gateway hold.
 """
 
 from ._base import Backend, ListBatches, StreamBatches, UpstreamCall
 from ._http import HttpEndpoint, RetryPolicy
 from ._kind import BackendKind, BackendSetup
+from ._limits import (
+    DEFAULT_UPSTREAM_MAX_BODY_BYTES,
+    DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
+    DEFAULT_UPSTREAM_MAX_LINE_BYTES,
+    DEFAULT_UPSTREAM_MAX_STREAM_BYTES,
+    UpstreamLimits,
+)
 from ._proxy import Proxy, proxy_for
 from .kinds import KINDS, backend_kind
 
 __all__ = [
+    "DEFAULT_UPSTREAM_MAX_BODY_BYTES",
+    "DEFAULT_UPSTREAM_MAX_EVENT_BYTES",
+    "DEFAULT_UPSTREAM_MAX_LINE_BYTES",
+    "DEFAULT_UPSTREAM_MAX_STREAM_BYTES",
     "KINDS",
     "Backend",
     "BackendKind",
@@ -25,6 +37,7 @@ __all__ = [
     "RetryPolicy",
     "StreamBatches",
     "UpstreamCall",
+    "UpstreamLimits",
     "backend_kind",
     "proxy_for",
 ]

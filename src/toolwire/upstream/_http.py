@@ -6,6 +6,8 @@ wire expects (``Authorization: Bearer``, or ``x-api-key`` for Anthropic's Messag
 beside the wire's own headers, a forward proxy when one is given (``_proxy.proxy_for``), a failed
 connect or a 5xx retried with bounded backoff before anything streamed, and the
 upstream's own error status and message kept. ``SSEBatches`` reads a streamed body.
+Every read is bounded by ``UpstreamLimits`` (``_limits``): a line, an event or a body
+past its limit ends the exchange with ``UpstreamLimitError`` and closes the connection.
 Foreign exceptions (aiohttp, asyncio timeouts) become ``UpstreamError`` here and
 nowhere else, keeping the cause; no key ever appears in a message.
 """
@@ -22,8 +24,9 @@ import aiohttp
 import orjson
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
-from toolwire.protocol import SSEDecoder
+from toolwire.protocol import SSEDecoder, SSELimitExceeded
 
+from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
 
 if TYPE_CHECKING:
@@ -66,6 +69,7 @@ class HttpEndpoint:
         key_header: KeyHeader = "bearer",
         headers: Mapping[str, str] | None = None,
         check_path: str = "/models",
+        limits: UpstreamLimits | None = None,
     ) -> None:
         """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
         ``check`` GETs under ``base_url``."""
@@ -88,6 +92,7 @@ class HttpEndpoint:
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
         self._check_timeout = aiohttp.ClientTimeout(total=check_timeout)
         self._retry = retry or RetryPolicy()
+        self.limits = limits or UpstreamLimits()
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         proxy_headers, self._via = aiohttp_arguments(proxy, self.base_url)
@@ -120,6 +125,8 @@ class HttpEndpoint:
                 error, retryable = connect_error(self._where, exc), True
             except TimeoutError as exc:
                 error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
+            except aiohttp.ClientResponseError as exc:  # its head arrived, and cannot be read
+                error, retryable = _unreadable_answer(self._where, exc), False
             except (aiohttp.ClientError, OSError) as exc:
                 error, retryable = connect_error(self._where, exc), True
             else:
@@ -135,11 +142,13 @@ class HttpEndpoint:
         """A whole (non-streamed) answer, which must be a JSON object."""
         response = await self.post(body)
         try:
-            raw = await response.read()
+            raw = await read_at_most(response, self.limits.max_body_bytes)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
         finally:
-            response.release()
+            _release_or_close(response)
+        if raw is None:
+            raise self.limits.body_error()
         try:
             answer = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -154,7 +163,7 @@ class HttpEndpoint:
     ) -> AsyncIterator[SSEBatches]:
         response = await self.post(body)
         del body  # only needed for retries, which are over once the answer has begun
-        batches = SSEBatches(response, self.read_timeout, parse, is_terminal)
+        batches = SSEBatches(response, self.read_timeout, parse, is_terminal, self.limits)
         try:
             yield batches
         finally:
@@ -184,7 +193,7 @@ class HttpEndpoint:
             async with self._client().get(
                 self._check_url, headers=self._headers, timeout=self._check_timeout, **self._via
             ) as response:
-                await response.read()
+                await read_prefix(response)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise connect_error(self._where, exc) from exc
 
@@ -226,6 +235,7 @@ def endpoint_for(
         key_header=key_header,
         headers=headers,
         check_path=check_path,
+        limits=setup.limits,
     )
 
 
@@ -235,7 +245,8 @@ class SSEBatches:
     Reading stops at ``[DONE]`` or after an object ``is_terminal`` accepts; either sets
     ``ended_cleanly``, at once, with the batch that held it. What follows is drained by
     ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
-    pool.
+    pool. A line, an event or a whole stream longer than ``limits`` allow raises
+    ``UpstreamLimitError`` and drops what was held of it.
     """
 
     def __init__(
@@ -244,8 +255,10 @@ class SSEBatches:
         read_timeout: float,
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None = None,
+        limits: UpstreamLimits | None = None,
     ) -> None:
         self._response = response
+        self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
         self._parse = parse
         self._is_terminal = is_terminal
@@ -255,9 +268,15 @@ class SSEBatches:
         return self._batches()
 
     async def _batches(self) -> AsyncIterator[list[JSON]]:
-        decoder = SSEDecoder()
+        limits = self._limits
+        decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
+        too_long: SSELimitExceeded | None = None
+        left = limits.max_stream_bytes
         try:
             async for data in self._response.content.iter_any():
+                left -= len(data)
+                if left < 0:
+                    raise limits.stream_too_long_error()
                 batch = self._parse_all(decoder.feed_data(data))
                 if batch:
                     yield batch
@@ -268,6 +287,14 @@ class SSEBatches:
                 yield batch
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _stream_error(exc, self._read_timeout) from exc
+        except SSELimitExceeded as exceeded:
+            too_long = exceeded
+        if too_long is not None:
+            # Raised out here, with no traceback into the decoder: what it held of the
+            # line or event is freed now, not when the error is.
+            del decoder
+            too_long.__traceback__ = None
+            raise limits.stream_error(too_long)
 
     def _parse_all(self, payloads: list[str]) -> list[JSON]:
         """The objects the ``data`` of these events hold, up to the stream's end marker."""
@@ -306,6 +333,14 @@ def parse_json_object(data: str) -> JSON:
     return chunk
 
 
+def _release_or_close(response: aiohttp.ClientResponse) -> None:
+    """Back to the pool when the body was read to its end; closed when some was left unread."""
+    if response.content.is_eof():
+        response.release()
+    else:
+        response.close()
+
+
 async def _drain(response: aiohttp.ClientResponse) -> None:
     """Read what follows the end marker (normally just the end of the body) so the
     connection goes back to the pool; give up quickly on a server that keeps it open."""
@@ -327,11 +362,11 @@ def _stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: fl
 async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
     """The upstream's error answer, with its own message, as an UpstreamError."""
     try:
-        raw = await response.read()
+        raw = await read_prefix(response)
     except (aiohttp.ClientError, OSError, TimeoutError):
         raw = b""
     finally:
-        response.release()
+        _release_or_close(response)
     message, error_type, code, param = _error_fields(raw)
     if not message:
         message = f"The upstream answered HTTP {response.status} {response.reason or ''}".strip() + "."
@@ -384,6 +419,12 @@ def connect_error(url: str, exc: BaseException) -> UpstreamError:
     error = UpstreamError(
         f"Cannot reach the upstream at {url}: {_describe(exc)}.", status=502, code="upstream_unreachable"
     )
+    error.__cause__ = exc
+    return error
+
+
+def _unreadable_answer(url: str, exc: aiohttp.ClientResponseError) -> UpstreamError:
+    error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {exc.message}.")
     error.__cause__ = exc
     return error
 

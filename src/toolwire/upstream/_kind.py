@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._base import Backend
+from ._limits import UpstreamLimits
 
 if TYPE_CHECKING:
     from toolwire.config import ServerConfig, UpstreamConfig
@@ -26,6 +27,8 @@ class BackendSetup:
 
     server: ServerConfig
     environ: Mapping[str, str]
+    limits: UpstreamLimits = field(default_factory=UpstreamLimits)
+    """What one answer may make the gateway hold (``UpstreamLimits``), and how a trip is counted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,6 @@ class Observability(NamedTuple):
     observers: list[ExchangeObserver]
     routes: list[BaseRoute]
     redactor: Redactor
-    limit_tripped: Callable[[str], None]
-    """Count a connection bound that tripped (``MetricsObserver.limit_tripped``)."""
 
 
 def observability(
@@ -92,7 +90,7 @@ def observability(
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))
-    return Observability(observers, routes, redactor, metrics.limit_tripped)
+    return Observability(observers, routes, redactor)
 
 
 async def _inspector_off(request: Request) -> Response:

@@ -17,10 +17,10 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``key_requests_total``                      counter    key, model, status
 ``key_tokens_total``                        counter    key, model, kind (input, output,
                                                        reasoning, cached_input)
-``connection_limits_total``                 counter    limit (a connection bound that
-                                                       tripped: ``message_size``,
-                                                       ``lifetime``, ``ping_timeout``,
-                                                       ``handshake_timeout``)
+``limits_tripped_total``                    counter    limit (the setting: ``max_streams``,
+                                                       ``client_header_timeout``,
+                                                       ``ws_max_message_bytes``, ...)
+``client_connections``                      gauge      state (open, waiting for a request)
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -34,7 +34,12 @@ label are kept, later ones count as ``"other"``. Upstream error kinds are ``prot
 (the upstream sent bytes we cannot read), ``status_<n>`` (the upstream failed before
 streaming and the client got status n: 429 and 5xx from the upstream itself, 502 when it
 could not be reached, 504 when it was too slow) and ``stream_<code>`` (a failure after
-streaming began: ``stream_server_error``, ``stream_context_length_exceeded``).
+streaming began: ``stream_server_error``, ``stream_context_length_exceeded``) and
+``too_large`` (a non-streamed answer larger than ``upstream_max_body_bytes``; a stream cut
+at a limit counts as ``stream_server_error``, and every trip in ``limits_tripped_total``).
+``limits_tripped_total``
+and ``client_connections`` are the process's (``_limits``, ``_connections``), counted
+below any app: they are the same in every app of one process.
 
 With ``--workers N`` every worker has its own registry: a scrape sees the worker that
 answered it.
@@ -60,14 +65,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .._connections import CONNECTIONS_COLLECTOR
 from .._exchange import Exchange
+from .._limits import LIMITS_TRIPPED
 
 OTHER = "other"
 MAX_LABEL_LENGTH = 120
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 _TTFT_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
-_UPSTREAM_ERROR_CLASSES = {"UpstreamError": None, "UpstreamProtocolError": "protocol"}
+_UPSTREAM_ERROR_CLASSES = {"UpstreamError": None, "UpstreamProtocolError": "protocol", "UpstreamLimitError": "too_large"}
 
 
 class BoundedLabel:
@@ -149,12 +156,10 @@ class MetricsObserver:
             "toolwire_key_tokens", "Tokens the upstream reported, by client key name.",
             ["key", "model", "kind"], registry=r,
         )
-        self.connection_limits = Counter(
-            "toolwire_connection_limits", "Connections ended by one of the gateway's bounds, by bound.",
-            ["limit"], registry=r,
-        )
         self._children: dict[tuple[object, ...], Counter | Histogram] = {}
         r.register(_InProgressCollector(self._in_progress))
+        r.register(LIMITS_TRIPPED)
+        r.register(CONNECTIONS_COLLECTOR)
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
@@ -187,10 +192,6 @@ class MetricsObserver:
             labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()
         for conversion in exchange.conversions:
             labelled(self.conversions, upstream, self._conversion(conversion)).inc()
-
-    def limit_tripped(self, limit: str) -> None:
-        """A connection met one of its bounds (a fixed set of names: see the module docstring)."""
-        self._labelled(self.connection_limits, limit).inc()
 
     def _labelled(self, metric: _Metric, *values: str) -> _Metric:
         """``metric.labels(*values)``, looked up in a dict: ``labels`` validates the values
