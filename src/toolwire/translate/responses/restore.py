@@ -23,6 +23,7 @@ from typing import Any, cast
 from toolwire.protocol import TERMINAL_EVENT_TYPES
 from toolwire.tools import ToolKind
 
+from .._echo import complete_response
 from ..translator import WrittenAnswer
 from ..writer import ResponsesEventWriter, StreamState
 from ._items import ItemRestorer
@@ -55,7 +56,9 @@ class ResponsesStreamRestorer(WrittenAnswer):
 
     Every Response object carries ``response_id`` (the gateway's id: it keeps the
     conversation, so it names the response), ``model`` (the client's name for the
-    model) and the client's ``tools`` and ``tool_choice``, not the downgraded ones.
+    model) and the client's ``tools`` and ``tool_choice``, not the downgraded ones, and
+    every field the specification requires, filled from the request where the backend
+    left one out.
     ``created_at`` is used only when the backend failed before sending a Response.
     """
 
@@ -227,13 +230,16 @@ class ResponsesStreamRestorer(WrittenAnswer):
         return cast("list[JSON]", self._writer.take())
 
     def _echo(self, response: JSON) -> JSON:
-        """The Response object under the gateway's id, repeating the client's request."""
-        restored = dict(response)
+        """The Response object under the gateway's id, repeating the client's request, with
+        every field the specification requires (a backend may leave some out)."""
+        echo = self._writer.echo
+        restored = complete_response(response, echo)
         restored["id"] = self._response_id
-        if "tools" in restored:
-            restored["tools"] = self._writer.echo["tools"]
-        if "tool_choice" in restored and self._request.tool_choice is not None:
+        restored["tools"] = echo["tools"]
+        # The gateway resolved previous_response_id itself: the backend never saw it.
+        restored["previous_response_id"] = echo["previous_response_id"]
+        if self._request.tool_choice is not None:
             restored["tool_choice"] = self._request.tool_choice
-        if "model" in restored and self._model is not None:
+        if self._model is not None:
             restored["model"] = self._model
         return restored
