@@ -75,11 +75,14 @@ def create_app(
                 await settings.store.aclose()
             if gate is not None:
                 await gate.aclose()
+            await settings.compaction_key.aclose()
 
-    responses = ResponsesHttpEndpoint(ExchangePipeline(router, settings, observers))
+    pipeline = ExchangePipeline(router, settings, observers)
+    responses = ResponsesHttpEndpoint(pipeline)
     app = Starlette(
         routes=[
             Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/responses/compact", ResponsesHttpEndpoint(pipeline, compact=True), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 
+from toolwire.compaction import compaction_key_for
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
 from toolwire.store import open_store
@@ -52,6 +53,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         gate=gate,
         store=store,
         redact=observed.redactor.redact_json,
+        compaction_key=compaction_key_for(server.store),
     )
     return create_app(
         build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes

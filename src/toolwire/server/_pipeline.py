@@ -14,6 +14,12 @@ once, which closes the upstream connection.
 The caller the transport authenticated (a ``Principal``) is admitted by the ``KeyGate``
 once the model is known (``gate.admit``: 403, 429); what it stores is kept under its
 owner, and only its own stored responses can be continued.
+
+Compaction is decided here too, after the history (``Compactions``): an exchange whose
+input holds a ``compaction_trigger``, or one served as ``POST /v1/responses/compact``
+(``serve(..., compact=True)``: a whole ``response.compaction`` object, never stored),
+compacts the conversation; every exchange has the compactions it carries opened for
+its backend.
 """
 
 from __future__ import annotations
@@ -27,14 +33,16 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from toolwire.compaction import CompactionAnswer, has_trigger
 from toolwire.errors import RequestError
 from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse, with_previous
-from toolwire.translate import AnswerTranslator
+from toolwire.translate import AnswerTranslator, complete_usage
 from toolwire.upstream import StreamBatches
 
 from ._answer import Answer, Keep, pump
+from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
@@ -53,17 +61,21 @@ class ExchangePipeline:
         self.settings = settings
         self.observers = tuple(observers)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
+        self.compactions = Compactions(settings.compaction_key)
 
-    async def serve(self, body: bytes, transport: Transport, principal: Principal | None = None) -> Exchange:
+    async def serve(
+        self, body: bytes, transport: Transport, principal: Principal | None = None, *, compact: bool = False
+    ) -> Exchange:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
-        through ``transport``; the finished record."""
+        through ``transport``; the finished record. ``compact``: the body is a
+        ``/responses/compact`` request."""
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
         exchange.key_name = principal.name if principal is not None else None
         answer = Answer(exchange, transport, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
-        work = asyncio.ensure_future(self._serve(answer, principal))
+        work = asyncio.ensure_future(self._serve(answer, principal, compact))
         gone = asyncio.ensure_future(transport.client_gone())
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -91,18 +103,20 @@ class ExchangePipeline:
                     log.exception("observer %r failed", observer)
         return exchange
 
-    async def _serve(self, answer: Answer, principal: Principal | None) -> None:
-        pending = await self._prepare(answer, principal)
+    async def _serve(self, answer: Answer, principal: Principal | None, compact: bool) -> None:
+        pending = await self._prepare(answer, principal, compact)
         if pending is not None:
             await pending.run(answer)
 
-    async def _prepare(self, answer: Answer, principal: Principal | None) -> PendingStream | None:
+    async def _prepare(self, answer: Answer, principal: Principal | None, compact: bool) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was given."""
         exchange = answer.exchange
         try:
             request = parse_request(exchange.client_request)
             if not exchange.record_traffic:
                 exchange.client_request = b""
+            if compact:  # a whole compaction object, never stored
+                request = request.model_copy(update={"stream": False, "store": False})
             exchange.model, exchange.stream = request.model, bool(request.stream)
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
@@ -110,9 +124,14 @@ class ExchangePipeline:
                 exchange.lease = await self.settings.gate.admit(principal, request.model)
             owner = principal.owner if principal is not None else None
             keep = Keeper.for_request(self.settings.store, request, owner)
+            own_items = request.input_items()
+            compacts = compact or has_trigger(own_items)
             request = await self._with_history(request, keep, owner)
+            plan = await self.compactions.plan(
+                request, compact=compacts, own_items=len(own_items), backend=route.backend, owner=owner
+            )
             call = route.backend.prepare(
-                request,
+                plan.request,
                 upstream_model=route.upstream_model,
                 response_id=exchange.request_id,
                 created_at=int(exchange.received_at),
@@ -122,15 +141,33 @@ class ExchangePipeline:
             return None
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
-        exchange.conversions = call.conversions
-        machine = call.machine
+        exchange.conversions = [*plan.conversions, *call.conversions]
+        machine: AnswerTranslator = call.machine
+        compaction: CompactionAnswer | None = None
+        if plan.seal is not None:
+            machine = compaction = CompactionAnswer(
+                call.machine,
+                request,
+                seal=plan.seal,
+                response_id=exchange.request_id,
+                created_at=int(exchange.received_at),
+                model=request.model,
+            )
+        native = route.backend.native_compaction
         if request.stream:
             return PendingStream(route.backend.stream(call.body), machine, keep)
         try:
-            whole = await route.backend.fetch(call.body)
-            exchange.note_chunk(whole)
-            response = machine.translate_whole(whole)
-            await keep(response)
+            if compact and native is not None:
+                whole = await native.compact(call.body)
+                exchange.note_chunk(whole)
+                response = native_compaction_object(whole, exchange.request_id, int(exchange.received_at))
+            else:
+                whole = await route.backend.fetch(call.body)
+                exchange.note_chunk(whole)
+                response = machine.translate_whole(whole)
+                if compact and compaction is not None:
+                    response = compaction.compaction_object(response, plan.retained)
+                await keep(response)
         except Exception as exc:
             await answer.error(exc)
             return None
@@ -208,6 +245,19 @@ class Keeper:
                 response, self._own_input, previous_response_id=self._previous, owner=self._owner
             )
             await self._store.put(record)
+
+
+def native_compaction_object(answer: dict[str, Any], response_id: str, created_at: int) -> dict[str, Any]:
+    """A backend's own ``response.compaction`` object under the gateway's id, with the
+    fields the specification requires."""
+    return {
+        **answer,
+        "id": response_id,
+        "object": "response.compaction",
+        "created_at": answer["created_at"] if isinstance(answer.get("created_at"), int) else created_at,
+        "output": answer["output"] if isinstance(answer.get("output"), list) else [],
+        "usage": complete_usage(answer.get("usage")),
+    }
 
 
 async def _cancel(*tasks: asyncio.Future[Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from toolwire.compaction import CompactionKeySource, ProcessCompactionKey
 from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
@@ -22,3 +23,6 @@ class GatewaySettings:
     # Serialized JSON in, the same with every configured key replaced: applied to error
     # texts before they reach a client (an upstream may echo a key in its message).
     redact: Callable[[bytes], bytes] = field(default=lambda raw: raw, repr=False)
+    # The key compactions are sealed with: beside the store (compaction_key_for), so that
+    # gateways sharing a store open each other's; by default this process's own.
+    compaction_key: CompactionKeySource = field(default_factory=ProcessCompactionKey, repr=False)

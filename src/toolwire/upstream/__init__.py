@@ -8,7 +8,7 @@ retries, the upstream's errors kept, the proxy the environment names: ``proxy_fo
 Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
 """
 
-from ._base import Backend, ListBatches, StreamBatches, UpstreamCall
+from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall
 from ._http import HttpEndpoint, RetryPolicy
 from ._kind import BackendKind, BackendSetup
 from ._proxy import Proxy, proxy_for
@@ -21,10 +21,11 @@ __all__ = [
     "BackendSetup",
     "HttpEndpoint",
     "ListBatches",
+    "NativeCompaction",
     "Proxy",
     "RetryPolicy",
     "StreamBatches",
-        "UpstreamCall",
+    "UpstreamCall",
     "backend_kind",
     "proxy_for",
 ]
