@@ -5,7 +5,7 @@
 conversation and instructions, then our ``COMPACTION_PROMPT`` as the last user message,
 and no tools offered (top-level tools, ``additional_tools`` items and what tool searches
 loaded are all left out; the calls already made stay in the history), no output format,
-no stored state. The model's answer is the summary (``CompactionAnswer``).
+nothing for the backend to store. The model's answer is the summary (``CompactionAnswer``).
 
 ``retained_messages`` is what ``POST /v1/responses/compact`` keeps beside the new
 compaction item, as the Responses API does: the user's own messages, newest first within
@@ -26,6 +26,7 @@ from toolwire.protocol import (
     MessageItem,
     ResponsesRequest,
     ToolSearchOutputItem,
+    dump_item,
 )
 
 __all__ = ["COMPACTION_PROMPT", "RETAINED_TEXT_BUDGET", "retained_messages", "summary_request"]
@@ -58,16 +59,14 @@ def summary_request(request: ResponsesRequest) -> ResponsesRequest:
             item = item.model_copy(update={"tools": []})  # what it loaded would be offered
         items.append(item)
     items.append(MessageItem(type="message", role="user", content=[InputText(type="input_text", text=COMPACTION_PROMPT)]))
-    update: dict[str, Any] = {
-        "input": items,
-        "tools": None,
-        "tool_choice": None,
-        "parallel_tool_calls": None,
-        "text": None,
-        "previous_response_id": None,
-        "store": False,
-    }
-    return request.model_copy(update=update)
+    asked = {key: value for key, value in request.dump().items() if key not in _LEFT_OUT}
+    asked["input"] = [dump_item(item) for item in items]
+    asked["store"] = False  # nothing for a backend to keep: the summary is ours to seal
+    return ResponsesRequest.model_validate(asked)
+
+
+# Left out of the summary request, rather than sent as null: not every server takes nulls.
+_LEFT_OUT = frozenset({"input", "tools", "tool_choice", "parallel_tool_calls", "text", "previous_response_id", "store"})
 
 
 def retained_messages(items: Sequence[Item], *, budget: int = RETAINED_TEXT_BUDGET) -> list[dict[str, Any]]:

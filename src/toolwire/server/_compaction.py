@@ -62,13 +62,16 @@ class Compactions:
         self,
         request: ResponsesRequest,
         *,
-        compact: bool,
+        trigger: bool,
+        endpoint: bool,
         own_items: int,
         backend: Backend,
         owner: str | None,
     ) -> CompactionPlan:
         """The plan for ``request`` (its last ``own_items`` input items its own, the rest its
-        stored history), of ``owner``, to ``backend``; ``compact``: the exchange compacts."""
+        stored history), of ``owner``, to ``backend``. ``trigger``: its own input holds a
+        ``compaction_trigger``; ``endpoint``: it came to ``/responses/compact``."""
+        compact = trigger or endpoint
         items = request.input_items()
         native = backend.native_compaction is not None
         ours = any(type(item) is CompactionItem and CompactionSeal.is_ours(item.encrypted_content) for item in items)
@@ -80,8 +83,8 @@ class Compactions:
 
         opened = open_compactions(items, seal, owner, keep_foreign=native, where=where)
         sent = opened.items
-        if native and compact:
-            sent = [*sent, CompactionTriggerItem(type="compaction_trigger")]
+        if native and trigger and not endpoint:
+            sent = [*sent, CompactionTriggerItem(type="compaction_trigger")]  # the one that counts, last
         opened_request = request.model_copy(update={"input": sent})
         if not compact or native:
             return CompactionPlan(opened_request, conversions=opened.conversions)

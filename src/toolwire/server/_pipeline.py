@@ -125,10 +125,10 @@ class ExchangePipeline:
             owner = principal.owner if principal is not None else None
             keep = Keeper.for_request(self.settings.store, request, owner)
             own_items = request.input_items()
-            compacts = compact or has_trigger(own_items)
+            trigger = has_trigger(own_items)
             request = await self._with_history(request, keep, owner)
             plan = await self.compactions.plan(
-                request, compact=compacts, own_items=len(own_items), backend=route.backend, owner=owner
+                request, trigger=trigger, endpoint=compact, own_items=len(own_items), backend=route.backend, owner=owner
             )
             call = route.backend.prepare(
                 plan.request,
