@@ -41,6 +41,11 @@ stdin...`` and a banner on stderr; stdout holds only the final assistant message
 setting is a root-level key (the provider is an inline table), so ``extra_config`` may add
 root keys or ``[tables]``; a default above whose key starts a line of ``extra_config`` is
 left out so that it can be overridden.
+
+The other way users connect, Codex's built-in OpenAI provider re-pointed with
+``openai_base_url`` (WebSocket first, remote compaction; the key in ``CODEX_API_KEY``), is
+``render_builtin_config``, given to ``run_codex`` as ``config_text``. ``version`` installs
+and runs another Codex than the suite's pin (``ensure_codex(version)``).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CODEX_VERSION", "CodexResult", "ensure_codex", "render_config", "run_codex"]
+__all__ = ["CODEX_VERSION", "CodexResult", "ensure_codex", "render_builtin_config", "render_config", "run_codex"]
 
 CODEX_VERSION = "0.169.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,18 +84,20 @@ class CodexResult:
     last_message: str
 
 
-def ensure_codex() -> Path:
-    """Install the pinned Codex CLI under ``.cache/`` if needed; return the binary."""
-    binary = CODEX_PREFIX / "node_modules" / ".bin" / "codex"
+def ensure_codex(version: str = CODEX_VERSION) -> Path:
+    """Install the Codex CLI ``version`` (the pinned one by default) under ``.cache/`` if
+    needed; return the binary."""
+    prefix = REPO_ROOT / ".cache" / f"codex-{version}"
+    binary = prefix / "node_modules" / ".bin" / "codex"
     if binary.exists():
         return binary
-    CODEX_PREFIX.parent.mkdir(parents=True, exist_ok=True)
-    with open(CODEX_PREFIX.parent / f"codex-{CODEX_VERSION}.lock", "w") as lock:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"codex-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CODEX_PREFIX)]
+            cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
             proc = subprocess.run(
-                [*cmd, f"@openai/codex@{CODEX_VERSION}"],
+                [*cmd, f"@openai/codex@{version}"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -112,6 +119,17 @@ def render_config(base_url: str, extra_config: str = "") -> str:
         f'name = "local", base_url = "{base_url}", env_key = "LOCAL_KEY", '
         'wire_api = "responses", request_max_retries = 0, stream_max_retries = 0 } }'
     )
+    return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
+
+
+def render_builtin_config(base_url: str, extra_config: str = "") -> str:
+    """A ``config.toml`` for Codex's built-in OpenAI provider re-pointed at ``base_url``
+    (``openai_base_url``, the quiet defaults, then ``extra_config``); run it with
+    ``env={"CODEX_API_KEY": ...}``."""
+    lines = [f'openai_base_url = "{base_url}"']
+    for key, value in QUIET_DEFAULTS.items():
+        if not re.search(rf"^\s*\[?\s*{re.escape(key)}\b", extra_config, re.MULTILINE):
+            lines.append(f"{key} = {value}")
     return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
 
 
@@ -153,14 +171,17 @@ def run_codex(
     extra_config: str = "",
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    version: str = CODEX_VERSION,
+    config_text: str | None = None,
 ) -> CodexResult:
-    """Run one ``codex exec`` turn against ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
-    binary = ensure_codex()
+    """Run one ``codex exec`` turn against ``base_url`` (``http://127.0.0.1:PORT/v1``), with
+    Codex ``version``; ``config_text`` replaces the generated ``config.toml`` whole."""
+    binary = ensure_codex(version)
     with tempfile.TemporaryDirectory(prefix="codex-run-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         home = codex_home if codex_home is not None else root / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text(render_config(base_url, extra_config))
+        (home / "config.toml").write_text(config_text if config_text is not None else render_config(base_url, extra_config))
         proc = subprocess.Popen(
             [
                 str(binary),
