@@ -14,17 +14,20 @@ Every exchange passes here after its stored history is merged in, whatever carri
   asked for the summary (``summary_request``), and the answer becomes one sealed
   ``compaction`` item (``CompactionAnswer``), bound to the caller's client key.
 
-The key is read from its source (``CompactionKeySource``, beside the store) only when a
-compaction of ours is to be opened or sealed.
+The ``CompactionPlan`` says what the backend is asked and how its answer is taken
+(``translator``; ``compaction_object`` for ``/responses/compact``). The key is read from
+its source (``CompactionKeySource``, beside the store) only when a compaction of ours is
+to be opened or sealed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire.compaction import (
+    CompactionAnswer,
     CompactionKeySource,
     CompactionSeal,
     open_compactions,
@@ -32,9 +35,13 @@ from toolwire.compaction import (
     summary_request,
 )
 from toolwire.protocol import CompactionItem, CompactionTriggerItem, ResponsesRequest
+from toolwire.translate import AnswerTranslator, complete_usage
 from toolwire.upstream import Backend
 
+from ._exchange import Exchange
+
 JSON = dict[str, Any]
+_COMPACTION_ITEMS = (CompactionItem, CompactionTriggerItem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,39 @@ class CompactionPlan:
     seal: Callable[[str], str] | None = None
     retained: list[JSON] = field(default_factory=list)
     conversions: list[str] = field(default_factory=list)
+
+    def translator(
+        self, machine: AnswerTranslator, request: ResponsesRequest, *, response_id: str, created_at: int
+    ) -> AnswerTranslator:
+        """How the backend's answer is translated: by its wire's ``machine``, or, when the
+        gateway compacts, into the one compaction item (echoing the client's ``request``)."""
+        if self.seal is None:
+            return machine
+        return CompactionAnswer(
+            machine, request, seal=self.seal, response_id=response_id, created_at=created_at, model=request.model
+        )
+
+    async def compaction_object(
+        self, backend: Backend, body: Mapping[str, Any], machine: AnswerTranslator, exchange: Exchange
+    ) -> JSON:
+        """``POST /v1/responses/compact``'s answer: the backend's own compaction, or the one
+        the gateway seals from the backend's whole answer to ``body``."""
+        native = backend.native_compaction
+        if native is not None:
+            answer = await native.compact(body)
+            exchange.note_chunk(answer)
+            return {
+                **answer,
+                "id": exchange.request_id,
+                "object": "response.compaction",
+                "created_at": answer["created_at"] if isinstance(answer.get("created_at"), int) else int(exchange.received_at),
+                "output": answer["output"] if isinstance(answer.get("output"), list) else [],
+                "usage": complete_usage(answer.get("usage")),
+            }
+        assert isinstance(machine, CompactionAnswer)
+        whole = await backend.fetch(body)
+        exchange.note_chunk(whole)
+        return machine.compaction_object(machine.translate_whole(whole), self.retained)
 
 
 class Compactions:
@@ -73,6 +113,8 @@ class Compactions:
         ``compaction_trigger``; ``endpoint``: it came to ``/responses/compact``."""
         compact = trigger or endpoint
         items = request.input_items()
+        if not compact and not any(type(item) in _COMPACTION_ITEMS for item in items):
+            return CompactionPlan(request)  # most requests: nothing to open, nothing to copy
         native = backend.native_compaction is not None
         ours = any(type(item) is CompactionItem and CompactionSeal.is_ours(item.encrypted_content) for item in items)
         seal = CompactionSeal(await self._keys.key()) if ours or (compact and not native) else None

@@ -33,12 +33,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.compaction import CompactionAnswer, has_trigger
+from toolwire.compaction import has_trigger
 from toolwire.errors import RequestError
 from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse, with_previous
-from toolwire.translate import AnswerTranslator, complete_usage
+from toolwire.translate import AnswerTranslator
 from toolwire.upstream import StreamBatches
 
 from ._answer import Answer, Keep, pump
@@ -142,31 +142,18 @@ class ExchangePipeline:
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
         exchange.conversions = [*plan.conversions, *call.conversions]
-        machine: AnswerTranslator = call.machine
-        compaction: CompactionAnswer | None = None
-        if plan.seal is not None:
-            machine = compaction = CompactionAnswer(
-                call.machine,
-                request,
-                seal=plan.seal,
-                response_id=exchange.request_id,
-                created_at=int(exchange.received_at),
-                model=request.model,
-            )
-        native = route.backend.native_compaction
+        machine = plan.translator(
+            call.machine, request, response_id=exchange.request_id, created_at=int(exchange.received_at)
+        )
         if request.stream:
             return PendingStream(route.backend.stream(call.body), machine, keep)
         try:
-            if compact and native is not None:
-                whole = await native.compact(call.body)
-                exchange.note_chunk(whole)
-                response = native_compaction_object(whole, exchange.request_id, int(exchange.received_at))
+            if compact:
+                response = await plan.compaction_object(route.backend, call.body, machine, exchange)
             else:
                 whole = await route.backend.fetch(call.body)
                 exchange.note_chunk(whole)
                 response = machine.translate_whole(whole)
-                if compact and compaction is not None:
-                    response = compaction.compaction_object(response, plan.retained)
                 await keep(response)
         except Exception as exc:
             await answer.error(exc)
@@ -245,19 +232,6 @@ class Keeper:
                 response, self._own_input, previous_response_id=self._previous, owner=self._owner
             )
             await self._store.put(record)
-
-
-def native_compaction_object(answer: dict[str, Any], response_id: str, created_at: int) -> dict[str, Any]:
-    """A backend's own ``response.compaction`` object under the gateway's id, with the
-    fields the specification requires."""
-    return {
-        **answer,
-        "id": response_id,
-        "object": "response.compaction",
-        "created_at": answer["created_at"] if isinstance(answer.get("created_at"), int) else created_at,
-        "output": answer["output"] if isinstance(answer.get("output"), list) else [],
-        "usage": complete_usage(answer.get("usage")),
-    }
 
 
 async def _cancel(*tasks: asyncio.Future[Any]) -> None:
