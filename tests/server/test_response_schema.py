@@ -27,7 +27,13 @@ from jsonschema import Draft202012Validator
 from tests.support.chat_upstream import Call, ChatUpstream, Cut, Raw, Text, ToolCalls
 from tests.support.gateway import GatewayProcess
 from tests.support.responses_upstream import Cut as ResponsesCut
-from tests.support.responses_upstream import ResponsesUpstream, answer, function_call, message
+from tests.support.responses_upstream import (
+    Events,
+    ResponsesUpstream,
+    answer,
+    function_call,
+    message,
+)
 from toolwire.protocol import SSEDecoder
 
 JSON = dict[str, Any]
@@ -233,4 +239,19 @@ def test_a_responses_backends_answers_made_whole(responses_gateway: GatewayProce
     assert final["background"] is False and final["top_logprobs"] == 0  # the specified defaults
     whole(responses_gateway, body)
     events = stream(responses_gateway, body)
+    assert events[-1]["type"] == "response.failed"
+
+
+def test_a_responses_backends_error_event_made_whole(responses_gateway: GatewayProcess, responses_upstream: ResponsesUpstream) -> None:
+    """OpenAI's servers send ``error`` events flat (``code``, ``message``): the client gets the
+    ``error`` object the specification requires too."""
+    responses_upstream.reset()
+    created = answer([message("x")]).events[0]
+    failed = {"type": "response.failed", "sequence_number": 2,
+              "response": {**created["response"], "status": "failed", "error": {"code": "server_error", "message": "overloaded"}}}
+    flat = {"type": "error", "sequence_number": 1, "code": "server_error", "message": "overloaded", "param": None}
+    responses_upstream.enqueue(Events([created, flat, failed]))
+    events = stream(responses_gateway, {"model": "m", "input": "hi"})
+    [error] = [event for event in events if event["type"] == "error"]
+    assert error["error"] == {"type": "server_error", "code": "server_error", "message": "overloaded", "param": None}
     assert events[-1]["type"] == "response.failed"

@@ -108,6 +108,8 @@ class ResponsesStreamRestorer(WrittenAnswer):
             self._on_arguments(event)
         elif isinstance(event.get("response"), dict):
             self._on_lifecycle(event)
+        elif kind == "error":
+            self._writer.relay(_error_event(event))
         else:
             self._writer.relay(event)
         return self._take()
@@ -243,3 +245,21 @@ class ResponsesStreamRestorer(WrittenAnswer):
         if self._model is not None:
             restored["model"] = self._model
         return restored
+
+
+def _error_event(event: JSON) -> JSON:
+    """A backend's ``error`` event with the ``error`` object the specification requires
+    (OpenAI's servers send the flat form only: ``code``, ``message``, ``param``)."""
+    if isinstance(event.get("error"), dict):
+        return event
+    code, message, param = event.get("code"), event.get("message"), event.get("param")
+    error_type = "invalid_request_error" if code == "context_length_exceeded" else "server_error"
+    return {
+        **event,
+        "error": {
+            "type": error_type,
+            "code": code if isinstance(code, str) else None,
+            "message": message if isinstance(message, str) else "The upstream reported an error.",
+            "param": param if isinstance(param, str) else None,
+        },
+    }
