@@ -5,7 +5,8 @@ Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds
 (``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
-Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
+Streams arrive as ``StreamBatches``: parsed objects, one list per network read. A backend
+that compacts conversations by itself offers ``NativeCompaction``.
 """
 
 from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall

@@ -5,10 +5,12 @@ the client back what it asked for. Its events pass through, renumbered into the
 client's stream by ``ResponsesEventWriter``, with every item restored (``ItemRestorer``:
 a ``function_call`` of a custom tool becomes a ``custom_tool_call``, its arguments events
 ``custom_tool_call_input`` events; a flattened name gets its namespace back) and every
-Response object under the gateway's id, model and the client's own tools. Restoring is
-decided by the declared tool's kind, never by the capability alone: a ``function_call``
-that names a custom tool always comes back as a ``custom_tool_call``, since Codex aborts
-a turn on a call whose payload does not match its tool.
+Response object under the gateway's id, model and the client's own tools, with every
+field the specification requires (``complete_response``); a flat ``error`` event gets
+its ``error`` object. Restoring is decided by the declared tool's kind, never by the
+capability alone: a ``function_call`` that names a custom tool always comes back as a
+``custom_tool_call``, since Codex aborts a turn on a call whose payload does not match
+its tool.
 
 Pure: an incremental decoder (``feed(event) -> list[event]``, ``finish() ->
 list[event]``) with the same methods as ``ChatStreamTranslator``, including
