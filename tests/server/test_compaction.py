@@ -9,9 +9,10 @@ open (altered, another provider's), each a 400 that says so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import openai
 import orjson
 import pytest
 
@@ -240,3 +241,27 @@ def test_another_providers_compaction_is_a_400(gateway: GatewayProcess, upstream
     assert "not made by toolwire" in error["message"] and "another provider" in error["message"]
     error = refused(gateway, upstream, {**foreign, "type": "compaction_summary"})  # Codex's alias
     assert "another provider" in error["message"]
+
+
+# ---------------------------------------------------------------- the openai SDK, strict
+
+
+def test_the_openai_sdk_reads_compactions(gateway: GatewayProcess, upstream: ChatUpstream) -> None:
+    """The SDK in strict mode reads a compaction streamed for a trigger, and sends the item
+    back. Its ``CompactedResponse`` (3.51.0) cannot hold the user messages a compaction
+    object keeps (its output items are output items: an assistant's messages only), as the
+    Responses API's own answer has them, so ``responses.compact`` is read unvalidated."""
+    upstream.enqueue(Text(SUMMARY, usage=USAGE), Text(SUMMARY, usage=USAGE), Text("Going on."))
+    options: Any = {"base_url": gateway.base_url, "api_key": "x", "max_retries": 0}
+    with openai.OpenAI(**options) as loose:
+        compacted = loose.responses.compact(model="gpt-5.4", input=cast(Any, HISTORY))
+        assert compacted.object == "response.compaction" and compacted.usage.input_tokens == 4321
+        assert compacted.output[-1].type == "compaction"
+    with openai.OpenAI(**options, _strict_response_validation=True) as client:
+        trigger: Any = [*HISTORY, TRIGGER]
+        with client.responses.stream(model="m", input=trigger, tools=cast(Any, TOOLS)) as events:
+            final = events.get_final_response()
+        [item] = final.output
+        assert item.type == "compaction"
+        later: Any = [item.model_dump(exclude_none=True), {"role": "user", "content": "Go on."}]
+        assert client.responses.create(model="m", input=later).output_text == "Going on."
