@@ -41,23 +41,23 @@ def echo_request(request: ResponsesRequest) -> JSON:
         "parallel_tool_calls": request.parallel_tool_calls
         if request.parallel_tool_calls is not None
         else True,
-        "temperature": _number(request.temperature, 1.0),
-        "top_p": _number(request.top_p, 1.0),
-        "presence_penalty": _number(extra.get("presence_penalty"), 0.0),
-        "frequency_penalty": _number(extra.get("frequency_penalty"), 0.0),
-        "top_logprobs": _integer(extra.get("top_logprobs"), 0),
+        "temperature": _number_or(request.temperature, 1.0),
+        "top_p": _number_or(request.top_p, 1.0),
+        "presence_penalty": _number_or(extra.get("presence_penalty"), 0.0),
+        "frequency_penalty": _number_or(extra.get("frequency_penalty"), 0.0),
+        "top_logprobs": _integer_or(extra.get("top_logprobs"), 0),
         "max_output_tokens": request.max_output_tokens,
-        "max_tool_calls": _integer(extra.get("max_tool_calls"), None),
+        "max_tool_calls": _integer_or(extra.get("max_tool_calls"), None),
         "previous_response_id": request.previous_response_id,
         "reasoning": _reasoning(request.reasoning),
         "text": _text(request.text),
         "truncation": _one_of(extra.get("truncation"), _TRUNCATIONS, "disabled"),
         "metadata": request.metadata if request.metadata is not None else {},
         "store": request.store if request.store is not None else True,
-        "background": _boolean(extra.get("background"), False),
-        "service_tier": _string(extra.get("service_tier"), "default"),
-        "safety_identifier": _string(extra.get("safety_identifier"), None),
-        "prompt_cache_key": _string(extra.get("prompt_cache_key"), None),
+        "background": _boolean_or(extra.get("background"), False),
+        "service_tier": _string_or(extra.get("service_tier"), "default"),
+        "safety_identifier": _string_or(extra.get("safety_identifier"), None),
+        "prompt_cache_key": _string_or(extra.get("prompt_cache_key"), None),
         "user": request.user,
     }
     for key in _ECHOED_AS_SENT:
@@ -69,13 +69,46 @@ def echo_request(request: ResponsesRequest) -> JSON:
 # What a complete Response's fields must be; a field missing or not of its kind is
 # replaced (by the request's echo, or by the Response's own defaults below).
 _Check = Callable[[Any], bool]
-_NUMBER: _Check = lambda value: isinstance(value, int | float) and not isinstance(value, bool)  # noqa: E731
-_INTEGER: _Check = lambda value: isinstance(value, int) and not isinstance(value, bool)  # noqa: E731
-_BOOLEAN: _Check = lambda value: isinstance(value, bool)  # noqa: E731
-_STRING: _Check = lambda value: isinstance(value, str)  # noqa: E731
-_OBJECT: _Check = lambda value: isinstance(value, dict)  # noqa: E731
-_LIST: _Check = lambda value: isinstance(value, list)  # noqa: E731
-_ANY: _Check = lambda value: True  # noqa: E731
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _boolean(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def _anything(value: Any) -> bool:
+    return True
+
+
+def _error(value: Any) -> bool:
+    return _object(value) and _string(value.get("code")) and _string(value.get("message"))
+
+
+def _text_field(value: Any) -> bool:
+    return _object(value) and "format" in value
+
+
+def _truncation(value: Any) -> bool:
+    return value in _TRUNCATIONS
 
 
 def _or_none(check: _Check) -> _Check:
@@ -83,38 +116,38 @@ def _or_none(check: _Check) -> _Check:
 
 
 _FIELDS: Mapping[str, _Check] = {
-    "id": _STRING,
-    "object": _STRING,
-    "created_at": _INTEGER,
-    "completed_at": _or_none(_INTEGER),
-    "status": _STRING,
-    "incomplete_details": _or_none(_OBJECT),
-    "model": _STRING,
-    "previous_response_id": _or_none(_STRING),
-    "instructions": _ANY,  # a string, a list of messages, or null
-    "output": _LIST,
-    "error": _or_none(lambda value: _OBJECT(value) and _STRING(value.get("code")) and _STRING(value.get("message"))),
-    "tools": _LIST,
-    "tool_choice": _ANY,
-    "truncation": lambda value: value in _TRUNCATIONS,
-    "parallel_tool_calls": _BOOLEAN,
-    "text": lambda value: _OBJECT(value) and "format" in value,
-    "top_p": _NUMBER,
-    "presence_penalty": _NUMBER,
-    "frequency_penalty": _NUMBER,
-    "top_logprobs": _INTEGER,
-    "temperature": _NUMBER,
-    "reasoning": _or_none(_OBJECT),
-    "usage": _or_none(_OBJECT),
-    "max_output_tokens": _or_none(_INTEGER),
-    "max_tool_calls": _or_none(_INTEGER),
-    "store": _BOOLEAN,
-    "background": _BOOLEAN,
-    "service_tier": _STRING,
-    "metadata": _OBJECT,
-    "safety_identifier": _or_none(_STRING),
-    "prompt_cache_key": _or_none(_STRING),
-    "user": _or_none(_STRING),
+    "id": _string,
+    "object": _string,
+    "created_at": _integer,
+    "completed_at": _or_none(_integer),
+    "status": _string,
+    "incomplete_details": _or_none(_object),
+    "model": _string,
+    "previous_response_id": _or_none(_string),
+    "instructions": _anything,  # a string, a list of messages, or null
+    "output": _list,
+    "error": _or_none(_error),
+    "tools": _list,
+    "tool_choice": _anything,
+    "truncation": _truncation,
+    "parallel_tool_calls": _boolean,
+    "text": _text_field,
+    "top_p": _number,
+    "presence_penalty": _number,
+    "frequency_penalty": _number,
+    "top_logprobs": _integer,
+    "temperature": _number,
+    "reasoning": _or_none(_object),
+    "usage": _or_none(_object),
+    "max_output_tokens": _or_none(_integer),
+    "max_tool_calls": _or_none(_integer),
+    "store": _boolean,
+    "background": _boolean,
+    "service_tier": _string,
+    "metadata": _object,
+    "safety_identifier": _or_none(_string),
+    "prompt_cache_key": _or_none(_string),
+    "user": _or_none(_string),
 }
 _OWN_DEFAULTS: JSON = {
     "object": "response",
@@ -212,19 +245,19 @@ def _text(text: dict[str, Any] | None) -> JSON:
     return {**text, "format": {"type": "text"}}
 
 
-def _number(value: Any, default: float) -> float:
-    return value if _NUMBER(value) else default
+def _number_or(value: Any, default: float) -> float:
+    return value if _number(value) else default
 
 
-def _integer(value: Any, default: int | None) -> Any:
-    return value if _INTEGER(value) else default
+def _integer_or(value: Any, default: int | None) -> Any:
+    return value if _integer(value) else default
 
 
-def _boolean(value: Any, default: bool) -> bool:
+def _boolean_or(value: Any, default: bool) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def _string(value: Any, default: str | None) -> Any:
+def _string_or(value: Any, default: str | None) -> Any:
     return value if isinstance(value, str) else default
 
 
@@ -233,7 +266,7 @@ def _one_of(value: Any, allowed: Sequence[str], default: str) -> str:
 
 
 def _count(value: Any) -> int:
-    return max(int(value), 0) if _NUMBER(value) else 0
+    return max(int(value), 0) if _number(value) else 0
 
 
 RESPONSE_DEFAULTS: JSON = echo_request(ResponsesRequest(model="-"))
