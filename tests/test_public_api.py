@@ -6,6 +6,7 @@ import types
 
 import pytest
 
+import toolwire.compaction
 import toolwire.keys
 import toolwire.protocol
 import toolwire.tools
@@ -25,6 +26,7 @@ PROTOCOL_ALL = [
     "ChatToolCallDelta",
     "ChatUsage",
     "CompactionItem",
+    "CompactionTriggerItem",
     "ContentPart",
     "CustomTool",
     "CustomToolCallItem",
@@ -137,10 +139,34 @@ KEYS_ALL = [
     "visible_prefix",
 ]
 
+COMPACTION_ALL = [
+    "COMPACTION_PROMPT",
+    "KEY_FILE_SUFFIX",
+    "RETAINED_TEXT_BUDGET",
+    "SEALED_PREFIX",
+    "SUMMARY_HEADING",
+    "CompactionAnswer",
+    "CompactionKeySource",
+    "CompactionSeal",
+    "FileCompactionKey",
+    "OpenedHistory",
+    "ProcessCompactionKey",
+    "RedisCompactionKey",
+    "Unreadable",
+    "UnreadableCompaction",
+    "compaction_key_for",
+    "has_trigger",
+    "open_compactions",
+    "retained_messages",
+    "summary_message",
+    "summary_request",
+]
+
 MODULES = [
     pytest.param(toolwire.protocol, PROTOCOL_ALL, id="toolwire.protocol"),
     pytest.param(toolwire.tools, TOOLS_ALL, id="toolwire.tools"),
     pytest.param(toolwire.keys, KEYS_ALL, id="toolwire.keys"),
+    pytest.param(toolwire.compaction, COMPACTION_ALL, id="toolwire.compaction"),
 ]
 
 
@@ -171,7 +197,7 @@ def test_required_names() -> None:
 
 
 def test_star_import_gives_exactly_all() -> None:
-    for module in (toolwire.protocol, toolwire.tools, toolwire.keys):
+    for module in (toolwire.protocol, toolwire.tools, toolwire.keys, toolwire.compaction):
         namespace: dict[str, object] = {}
         exec(f"from {module.__name__} import *", namespace)
         assert sorted(set(namespace) - {"__builtins__"}) == sorted(module.__all__)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from toolwire.protocol import (
     AdditionalToolsItem,
     CompactionItem,
+    CompactionTriggerItem,
     CustomTool,
     CustomToolCallItem,
     CustomToolCallOutputItem,
@@ -261,7 +262,7 @@ ITEMS: list[tuple[str, dict[str, Any], type[WireModel]]] = [
     ("compaction", {"type": "compaction", "id": "cmp_1", "encrypted_content": "abc"}, CompactionItem),
     ("compaction-summary-alias", {"type": "compaction_summary", "encrypted_content": "abc"}, CompactionItem),
     ("item-reference", {"type": "item_reference", "id": "msg_9"}, ItemReference),
-    ("unknown-compaction-trigger", {"type": "compaction_trigger"}, UnknownItem),
+    ("compaction-trigger", {"type": "compaction_trigger"}, CompactionTriggerItem),
     (
         "unknown-agent-message",
         {

@@ -195,13 +195,12 @@ def test_openai_sdk_strict_mode_reads_the_restored_stream(
     gateway: GatewayProcess, v1: ResponsesUpstream
 ) -> None:
     v1.enqueue(answer([message("Calling.", "msg_9"), *exec_then_list_agents()]))
-    client = openai.OpenAI(
-        base_url=gateway.base_url, api_key="x", _strict_response_validation=True, max_retries=0
-    )
     extra = {
         key: TERRA[key] for key in ("parallel_tool_calls", "reasoning", "store", "include", "text")
     }
-    with client.responses.stream(model=TERRA["model"], input=TERRA["input"], **extra) as stream:
+    with openai.OpenAI(
+        base_url=gateway.base_url, api_key="x", _strict_response_validation=True, max_retries=0
+    ) as client, client.responses.stream(model=TERRA["model"], input=TERRA["input"], **extra) as stream:
         final = stream.get_final_response()
     assert [item.type for item in final.output] == ["message", "custom_tool_call", "function_call"]
     assert final.output_text == "Calling."

@@ -67,7 +67,18 @@ async def test_get_returns_the_stored_response_object(client: httpx.AsyncClient)
     response = await client.get("/v1/responses/resp_1")
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
-    assert response.json() == response_object("resp_1", "re: hello")
+    stored = response_object("resp_1", "re: hello")
+    body = response.json()
+    assert {key: body[key] for key in stored} == stored
+
+
+async def test_get_makes_an_older_record_whole(client: httpx.AsyncClient) -> None:
+    """A record stored without the fields the specification requires gets them, as
+    defaults, numbers where numbers are required."""
+    body = (await client.get("/v1/responses/resp_1")).json()
+    assert (body["temperature"], body["top_p"], body["presence_penalty"], body["frequency_penalty"]) == (1.0, 1.0, 0.0, 0.0)
+    assert (body["top_logprobs"], body["background"], body["service_tier"]) == (0, False, "default")
+    assert body["tools"] == [] and body["text"] == {"format": {"type": "text"}} and body["error"] is None
 
 
 @pytest.mark.parametrize(

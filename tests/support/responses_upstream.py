@@ -12,6 +12,8 @@ Replies are consumed one per request (FIFO), then ``responder`` is asked:
   ``data: <json>``; a non-streaming request gets the terminal event's ``response``;
 * `HttpError` -- a non-200 answer before any streaming;
 * `Cut` -- the first ``after`` events of a stream, then the connection is closed;
+* `Whole` -- a JSON body answered as it is (``POST /v1/responses/compact``, which shares
+  the script: a server that compacts by itself);
 * ``toolwire.agent.ScriptedResponse`` -- for a streaming request, the frames of
   ``toolwire.agent.response_stream`` (response id ``resp_<request index>``, the request's
   model); one with ``stall_after`` then sends nothing until the client goes away.
@@ -47,6 +49,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ResponsesUpstream",
+    "Whole",
     "answer",
     "custom_call",
     "function_call",
@@ -83,7 +86,14 @@ class Cut:
     after: int
 
 
-Reply: TypeAlias = Events | HttpError | Cut | ScriptedResponse
+@dataclass(frozen=True)
+class Whole:
+    """A JSON body, answered with status 200 as it is."""
+
+    body: JSON
+
+
+Reply: TypeAlias = Events | HttpError | Cut | ScriptedResponse | Whole
 Responder: TypeAlias = Callable[[Any], Reply]
 
 
@@ -333,6 +343,11 @@ class ResponsesUpstream(ThreadedServer):
         return [r.json for r in self.requests if r.path == "/v1/responses"]
 
     @property
+    def compact_bodies(self) -> list[Any]:
+        """The JSON bodies of the ``POST /v1/responses/compact`` requests."""
+        return [r.json for r in self.requests if r.path == "/v1/responses/compact"]
+
+    @property
     def disconnects(self) -> list[int]:
         """The indexes in ``requests`` of the streams whose client went away mid-stream."""
         return self._disconnects.snapshot()
@@ -357,6 +372,7 @@ class ResponsesUpstream(ThreadedServer):
     def _make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/responses", self._responses)
+        app.router.add_post("/v1/responses/compact", self._responses)
         app.router.add_get("/v1/models", self._models)
         return app
 
@@ -406,6 +422,8 @@ class ResponsesUpstream(ThreadedServer):
             )
             response.headers.update(reply.headers)
             return response
+        if isinstance(reply, Whole):
+            return web.Response(status=200, body=orjson.dumps(reply.body), content_type="application/json")
         streaming = isinstance(body, dict) and body.get("stream") is True
         if not streaming:
             final = _terminal_response(reply.events) if isinstance(reply, Events) else None

@@ -52,6 +52,8 @@ TRANSLATE_ALL = [
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
+    "complete_response",
+    "complete_usage",
     "completion_chunks",
     "decide_stream_end",
     "downgrade_request",

@@ -226,6 +226,8 @@ def test_the_response_object_repeats_the_request() -> None:
         "in_progress",
     )
     assert response["instructions"] == "Be brief." and response["metadata"] == {"run": "1"}
-    assert response["tools"] == BODY["tools"] and response["store"] is False
+    # An echoed function tool has the fields the specification requires of it.
+    assert response["tools"] == [{**BODY["tools"][0], "description": None, "strict": True}]
+    assert response["store"] is False
     assert response["tool_choice"] == "auto" and response["parallel_tool_calls"] is True
     validate_type(type_=Response, value=response)

@@ -109,6 +109,9 @@ class UpstreamConfig(_Strict):
     supports_namespaces: bool = False
     supports_tool_search: bool = False
     supports_hosted_tools: bool = False
+    # kind = "responses" only: the backend compacts conversations itself (/responses/compact,
+    # compaction_trigger); otherwise the gateway writes the summary with the backend's model.
+    supports_compaction: bool = False
     # kind = "chat": tool calls the model wrote into the answer's text (a server without
     # a tool parser) are recovered in these formats: "auto" (every known one), "off", or
     # one family (hermes, qwen3_coder, mistral, deepseek, kimi_k2, glm45).

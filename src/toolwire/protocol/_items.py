@@ -200,9 +200,20 @@ class LocalShellCallItem(WireModel):
 
 
 class CompactionItem(WireModel):
+    """A compaction: what came before it in a conversation, summarised into one opaque
+    ``encrypted_content`` by whoever compacted it (toolwire, or a Responses server)."""
+
     type: Literal["compaction", "compaction_summary"]
     id: str | None = None
     encrypted_content: str
+
+
+class CompactionTriggerItem(WireModel):
+    """Codex's remote compaction (v2): compact the conversation before this item, and
+    answer with exactly one ``compaction`` item."""
+
+    type: Literal["compaction_trigger"]
+    id: str | None = None
 
 
 class ItemReference(WireModel):
@@ -230,6 +241,7 @@ ITEM_TYPES = frozenset(
         "web_search_call",
         "local_shell_call",
         "compaction",
+        "compaction_trigger",
         "item_reference",
     }
 )
@@ -253,6 +265,7 @@ Item = Annotated[
         Annotated[WebSearchCallItem, Tag("web_search_call")],
         Annotated[LocalShellCallItem, Tag("local_shell_call")],
         Annotated[CompactionItem, Tag("compaction")],
+        Annotated[CompactionTriggerItem, Tag("compaction_trigger")],
         Annotated[ItemReference, Tag("item_reference")],
         Annotated[UnknownItem, Tag("unknown")],
     ],

@@ -78,6 +78,7 @@ def create_app(
                 await settings.store.aclose()
             if gate is not None:
                 await gate.aclose()
+            await settings.compaction_key.aclose()
 
     pipeline = ExchangePipeline(router, settings, observers)
     responses = ResponsesHttpEndpoint(pipeline)
@@ -85,6 +86,7 @@ def create_app(
         routes=[
             Route("/v1/responses", responses, methods=["POST"]),
             WebSocketRoute("/v1/responses", ResponsesWebSocketEndpoint(pipeline)),
+            Route("/v1/responses/compact", ResponsesHttpEndpoint(pipeline, compact=True), methods=["POST"]),
             Route("/v1/models", model_list(router, settings.codex_models), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

@@ -13,6 +13,7 @@ import gc
 import os
 
 from toolwire.codex_config import DEFAULT_CONTEXT_WINDOW, CodexModel
+from toolwire.compaction import compaction_key_for
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
 from toolwire.store import open_store
@@ -62,6 +63,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
             CodexModel(model.name, context_window=model.context_window or DEFAULT_CONTEXT_WINDOW, reasoning=model.reasoning)
             for model in config.models
         ),
+        compaction_key=compaction_key_for(server.store),
     )
     return create_app(
         build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes

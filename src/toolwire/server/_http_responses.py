@@ -1,4 +1,5 @@
-"""``POST /v1/responses`` over HTTP: the request body in, the answer as JSON or SSE out.
+"""``POST /v1/responses`` (and ``/v1/responses/compact``) over HTTP: the request body in,
+the answer as JSON or SSE out.
 
 The HTTP + SSE transport of the exchange pipeline. ``ResponsesHttpEndpoint`` reads the
 body (bounded) and hands it to the pipeline with an ``SseTransport``, which frames what
@@ -31,11 +32,12 @@ SSE_HEADERS = [
 
 
 class ResponsesHttpEndpoint:
-    """The ASGI app for ``POST /v1/responses``."""
+    """The ASGI app for ``POST /v1/responses``; ``compact``: for ``POST /v1/responses/compact``."""
 
-    def __init__(self, pipeline: ExchangePipeline) -> None:
+    def __init__(self, pipeline: ExchangePipeline, *, compact: bool = False) -> None:
         self.pipeline = pipeline
         self._max_body_bytes = pipeline.settings.max_body_bytes
+        self._compact = compact
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -45,7 +47,9 @@ class ResponsesHttpEndpoint:
         except Exception as exc:
             await send_error(send, exc)
             return
-        await self.pipeline.serve(body, SseTransport(send, receive), principal=principal_of(scope))
+        await self.pipeline.serve(
+            body, SseTransport(send, receive), principal=principal_of(scope), compact=self._compact
+        )
 
 
 class SseTransport:

@@ -18,6 +18,12 @@ once, which closes the upstream connection.
 The caller the transport authenticated (a ``Principal``) is admitted by the ``KeyGate``
 once the model is known (``gate.admit``: 403, 429); what it keeps is kept under its
 owner, and only its own responses can be continued.
+
+Compaction is decided here too, after the history (``Compactions``): an exchange whose
+input holds a ``compaction_trigger``, or one served as ``POST /v1/responses/compact``
+(``serve(..., compact=True)``: a whole ``response.compaction`` object, never stored),
+compacts the conversation; every exchange has the compactions it carries opened for
+its backend.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from toolwire.compaction import has_trigger
 from toolwire.keys import Principal
 from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
 from toolwire.store import ItemDict, StoredResponse, with_previous
@@ -38,6 +45,7 @@ from toolwire.translate import AnswerTranslator
 from toolwire.upstream import ListBatches, StreamBatches
 
 from ._answer import Answer, Keep, pump
+from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
 from ._history import History, StoreHistory
 from ._routing import ModelRouter
@@ -60,6 +68,7 @@ class ExchangePipeline:
         self.settings = settings
         self.observers = tuple(observers)
         self.store_history = StoreHistory(settings.store)
+        self.compactions = Compactions(settings.compaction_key)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
     async def serve(
@@ -70,13 +79,15 @@ class ExchangePipeline:
         principal: Principal | None = None,
         history: History | None = None,
         generate: bool = True,
+        compact: bool = False,
     ) -> Exchange:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
         through ``transport``; the finished record.
 
         ``history`` is where ``previous_response_id`` is looked up and the response kept
         (the response store by default); a continuation that fails is forgotten there.
-        ``generate=False`` creates the response without asking the model.
+        ``generate=False`` creates the response without asking the model. ``compact``: the
+        body is a ``/responses/compact`` request.
         """
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
@@ -85,7 +96,7 @@ class ExchangePipeline:
         answer = Answer(exchange, transport, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
-        work = asyncio.ensure_future(self._serve(answer, principal, history, generate))
+        work = asyncio.ensure_future(self._serve(answer, principal, history, generate, compact))
         gone = asyncio.ensure_future(transport.client_gone())
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -115,13 +126,15 @@ class ExchangePipeline:
                     log.exception("observer %r failed", observer)
         return exchange
 
-    async def _serve(self, answer: Answer, principal: Principal | None, history: History, generate: bool) -> None:
-        pending = await self._prepare(answer, principal, history, generate)
+    async def _serve(
+        self, answer: Answer, principal: Principal | None, history: History, generate: bool, compact: bool
+    ) -> None:
+        pending = await self._prepare(answer, principal, history, generate, compact)
         if pending is not None:
             await pending.run(answer)
 
     async def _prepare(
-        self, answer: Answer, principal: Principal | None, history: History, generate: bool
+        self, answer: Answer, principal: Principal | None, history: History, generate: bool, compact: bool
     ) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was given."""
         exchange = answer.exchange
@@ -129,16 +142,24 @@ class ExchangePipeline:
             request = parse_request(exchange.client_request)
             if not exchange.record_traffic:
                 exchange.client_request = b""
+            if compact:  # a whole compaction object, never stored
+                request = request.model_copy(update={"stream": False, "store": False})
             exchange.model, exchange.stream = request.model, bool(request.stream) or not generate
             exchange.previous_response_id = request.previous_response_id
             route = self.router.resolve(request.model)
             exchange.upstream, exchange.upstream_model = route.upstream_name, route.upstream_model
             if self.settings.gate is not None:
                 exchange.lease = await self.settings.gate.admit(principal, request.model)
-            keep = Keeper(history, request, owner=principal.owner if principal is not None else None)
+            owner = principal.owner if principal is not None else None
+            keep = Keeper(history, request, owner=owner)
+            own_items = request.input_items()
+            trigger = has_trigger(own_items)
             request = await keep.with_history(request)
+            plan = await self.compactions.plan(
+                request, trigger=trigger, endpoint=compact, own_items=len(own_items), backend=route.backend, owner=owner
+            )
             call = route.backend.prepare(
-                request,
+                plan.request,
                 upstream_model=route.upstream_model,
                 response_id=exchange.request_id,
                 created_at=int(exchange.received_at),
@@ -150,15 +171,20 @@ class ExchangePipeline:
             return PendingStream(_nothing_upstream(), UnsampledMachine(call.machine), keep)
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
-        exchange.conversions = call.conversions
-        machine = call.machine
+        exchange.conversions = [*plan.conversions, *call.conversions]
+        machine = plan.translator(
+            call.machine, request, response_id=exchange.request_id, created_at=int(exchange.received_at)
+        )
         if request.stream:
             return PendingStream(route.backend.stream(call.body), machine, keep)
         try:
-            whole = await route.backend.fetch(call.body)
-            exchange.note_chunk(whole)
-            response = machine.translate_whole(whole)
-            await keep(response)
+            if compact:
+                response = await plan.compaction_object(route.backend, call.body, machine, exchange)
+            else:
+                whole = await route.backend.fetch(call.body)
+                exchange.note_chunk(whole)
+                response = machine.translate_whole(whole)
+                await keep(response)
         except Exception as exc:
             await answer.error(exc)
             return None

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolwire.codex_config import CodexModel
+from toolwire.compaction import CompactionKeySource, ProcessCompactionKey
 from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
@@ -42,3 +43,6 @@ class GatewaySettings:
     # The configured models as Codex's model catalog describes them
     # (GET /v1/models?client_version=...).
     codex_models: tuple[CodexModel, ...] = ()
+    # The key compactions are sealed with: beside the store (compaction_key_for), so that
+    # gateways sharing a store open each other's; by default this process's own.
+    compaction_key: CompactionKeySource = field(default_factory=ProcessCompactionKey, repr=False)

@@ -1,6 +1,7 @@
 """The stored-response endpoints, over a ``ResponseStore``::
 
-    GET    /v1/responses/{response_id}               the Response object
+    GET    /v1/responses/{response_id}               the Response object (made whole, for
+                                                     a record stored by an older toolwire)
     DELETE /v1/responses/{response_id}               {"id", "object": "response", "deleted": true}
     GET    /v1/responses/{response_id}/input_items   a page of its input items
 
@@ -24,6 +25,7 @@ from starlette.routing import Route
 
 from toolwire.errors import NotFoundError, RequestError
 from toolwire.store import ItemDict, ResponseStore, StoredResponse
+from toolwire.translate import complete_response
 
 from ._auth import principal_of
 from ._errors import as_toolwire_error
@@ -39,7 +41,7 @@ def stored_routes(store: ResponseStore) -> list[Route]:
 
     async def retrieve(request: Request) -> Response:
         record = await _record(store, request)
-        return _json(record.response)
+        return _json(complete_response(record.response))
 
     async def delete(request: Request) -> Response:
         response_id = (await _record(store, request)).id

@@ -23,11 +23,13 @@ input from a model's function arguments; the reasoning envelope (``reasoning``);
 private ``_tools`` (which tools are callable, custom tools as functions, the listing of
 what a tool search loaded, ``ToolIndex``: the base of both wires' tool tables, with the
 guess of which tool a bare name means), ``_json_repair`` and ``_echo`` (the request
-fields a Response repeats).
+fields a Response repeats, and ``complete_response`` / ``complete_usage``: a Response or
+its usage made whole, with every field the Open Responses specification requires).
 
 Import from here: the submodules are private to this package.
 """
 
+from ._echo import complete_response, complete_usage
 from .anthropic import (
     ANTHROPIC_VERSION,
     MESSAGES_PRESETS,
@@ -87,6 +89,8 @@ __all__ = [
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
+    "complete_response",
+    "complete_usage",
     "completion_chunks",
     "decide_stream_end",
     "downgrade_request",

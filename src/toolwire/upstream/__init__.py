@@ -5,11 +5,12 @@ Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds
 (``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
-Streams arrive as ``StreamBatches``: parsed objects, one list per network read. ``UpstreamLimits``
-bounds what one answer may make the gateway hold.
+Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
+``UpstreamLimits`` bounds what one answer may make the gateway hold. A backend that
+compacts conversations by itself offers ``NativeCompaction``.
 """
 
-from ._base import Backend, ListBatches, StreamBatches, UpstreamCall
+from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall
 from ._http import HttpEndpoint, RetryPolicy
 from ._kind import BackendKind, BackendSetup
 from ._limits import (
@@ -33,6 +34,7 @@ __all__ = [
     "BackendSetup",
     "HttpEndpoint",
     "ListBatches",
+    "NativeCompaction",
     "Proxy",
     "RetryPolicy",
     "StreamBatches",

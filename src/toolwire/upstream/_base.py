@@ -12,6 +12,10 @@ a ``Backend``. The pipeline asks it three things and never which kind it is:
 Both I/O methods raise ``UpstreamError`` *before* anything is streamed when the backend
 cannot be reached, answers with an error status, or sends no first byte in time, so
 the gateway can still answer with a plain HTTP error.
+
+A backend that compacts conversations by itself (a Responses server with its own
+``/responses/compact``, when configured so) says so with ``native_compaction``; for every
+other backend (None) the gateway compacts, asking the backend's model for the summary.
 """
 
 from __future__ import annotations
@@ -59,8 +63,22 @@ class UpstreamCall:
     conversions: list[str] = field(default_factory=list)
 
 
+class NativeCompaction(Protocol):
+    """A backend's own compaction: ``compaction_trigger`` and ``compaction`` items pass to it
+    as they are, and ``POST /v1/responses/compact`` goes to ``compact``."""
+
+    async def compact(self, body: Mapping[str, Any]) -> JSON:
+        """The backend's ``response.compaction`` object for ``body`` (a prepared request)."""
+        ...
+
+
 class Backend(Protocol):
     """One configured upstream, whatever its kind."""
+
+    @property
+    def native_compaction(self) -> NativeCompaction | None:
+        """How the backend compacts by itself, or None: the gateway compacts for it."""
+        ...
 
     def prepare(
         self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int

@@ -32,6 +32,7 @@ from ._proxy import Proxy, aiohttp_arguments, proxy_for
 if TYPE_CHECKING:
     from toolwire.config import UpstreamConfig
 
+    from ._base import NativeCompaction
     from ._kind import BackendSetup
 
 JSON = dict[str, Any]
@@ -200,6 +201,9 @@ class HttpEndpoint:
 
 class HttpBackend:
     """What every HTTP backend shares: one ``HttpEndpoint``, its check, its close."""
+
+    native_compaction: NativeCompaction | None = None
+    """The gateway compacts for a backend, unless the backend says it does (``Backend``)."""
 
     def __init__(self, endpoint: HttpEndpoint) -> None:
         self._endpoint = endpoint

@@ -1039,7 +1039,7 @@ def test_lifecycle_echoes_the_request() -> None:
     assert created["tools"] == TOOLS
     assert created["tool_choice"] == "auto" and created["parallel_tool_calls"] is True
     assert created["reasoning"] == {"effort": "medium", "summary": "auto"}
-    assert created["text"] == {"verbosity": "low"}
+    assert created["text"] == {"verbosity": "low", "format": {"type": "text"}}
     assert created["store"] is False and created["metadata"] == {}
     assert created["prompt_cache_key"] == "session-1"
     assert (
@@ -1054,7 +1054,12 @@ def test_defaults_for_a_minimal_request() -> None:
     assert created["tools"] == [] and created["tool_choice"] == "auto"
     assert created["parallel_tool_calls"] is True and created["store"] is True
     assert created["metadata"] == {} and created["text"] == {"format": {"type": "text"}}
-    assert created["temperature"] is None and created["max_output_tokens"] is None
+    # The specification's defaults where the client sent none: numbers, not nulls.
+    assert (created["temperature"], created["top_p"]) == (1.0, 1.0)
+    assert (created["presence_penalty"], created["frequency_penalty"], created["top_logprobs"]) == (0.0, 0.0, 0)
+    assert (created["background"], created["service_tier"], created["truncation"]) == (False, "default", "disabled")
+    assert created["max_output_tokens"] is None and created["max_tool_calls"] is None
+    assert created["reasoning"] is None and created["prompt_cache_key"] is None
     validate_type(type_=Response, value=created)
 
 

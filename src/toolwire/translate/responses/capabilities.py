@@ -22,8 +22,12 @@ class ResponsesCapabilities:
     supports_namespaces: bool = False
     supports_tool_search: bool = False
     supports_hosted_tools: bool = False
+    supports_compaction: bool = False
+    """It compacts conversations itself (its own ``/responses/compact``, ``compaction_trigger``
+    items, and the ``compaction`` items it made): the gateway passes compaction through
+    instead of writing the summary with the backend's model."""
 
     @classmethod
     def everything(cls) -> ResponsesCapabilities:
         """A backend that takes every request as it is (OpenAI itself): a pure passthrough."""
-        return cls(True, True, True, True, True)
+        return cls(True, True, True, True, True, True)

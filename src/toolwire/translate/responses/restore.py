@@ -5,10 +5,12 @@ the client back what it asked for. Its events pass through, renumbered into the
 client's stream by ``ResponsesEventWriter``, with every item restored (``ItemRestorer``:
 a ``function_call`` of a custom tool becomes a ``custom_tool_call``, its arguments events
 ``custom_tool_call_input`` events; a flattened name gets its namespace back) and every
-Response object under the gateway's id, model and the client's own tools. Restoring is
-decided by the declared tool's kind, never by the capability alone: a ``function_call``
-that names a custom tool always comes back as a ``custom_tool_call``, since Codex aborts
-a turn on a call whose payload does not match its tool.
+Response object under the gateway's id, model and the client's own tools, with every
+field the specification requires (``complete_response``); a flat ``error`` event gets
+its ``error`` object. Restoring is decided by the declared tool's kind, never by the
+capability alone: a ``function_call`` that names a custom tool always comes back as a
+``custom_tool_call``, since Codex aborts a turn on a call whose payload does not match
+its tool.
 
 Pure: an incremental decoder (``feed(event) -> list[event]``, ``finish() ->
 list[event]``) with the same methods as ``ChatStreamTranslator``, including
@@ -23,6 +25,7 @@ from typing import Any, cast
 from toolwire.protocol import TERMINAL_EVENT_TYPES
 from toolwire.tools import ToolKind
 
+from .._echo import complete_response
 from ..translator import WrittenAnswer
 from ..writer import ResponsesEventWriter, StreamState
 from ._items import ItemRestorer
@@ -55,7 +58,9 @@ class ResponsesStreamRestorer(WrittenAnswer):
 
     Every Response object carries ``response_id`` (the gateway's id: it keeps the
     conversation, so it names the response), ``model`` (the client's name for the
-    model) and the client's ``tools`` and ``tool_choice``, not the downgraded ones.
+    model) and the client's ``tools`` and ``tool_choice``, not the downgraded ones, and
+    every field the specification requires, filled from the request where the backend
+    left one out.
     ``created_at`` is used only when the backend failed before sending a Response.
     """
 
@@ -105,6 +110,8 @@ class ResponsesStreamRestorer(WrittenAnswer):
             self._on_arguments(event)
         elif isinstance(event.get("response"), dict):
             self._on_lifecycle(event)
+        elif kind == "error":
+            self._writer.relay(_error_event(event))
         else:
             self._writer.relay(event)
         return self._take()
@@ -227,13 +234,34 @@ class ResponsesStreamRestorer(WrittenAnswer):
         return cast("list[JSON]", self._writer.take())
 
     def _echo(self, response: JSON) -> JSON:
-        """The Response object under the gateway's id, repeating the client's request."""
-        restored = dict(response)
+        """The Response object under the gateway's id, repeating the client's request, with
+        every field the specification requires (a backend may leave some out)."""
+        echo = self._writer.echo
+        restored = complete_response(response, echo)
         restored["id"] = self._response_id
-        if "tools" in restored:
-            restored["tools"] = self._writer.echo["tools"]
-        if "tool_choice" in restored and self._request.tool_choice is not None:
+        restored["tools"] = echo["tools"]
+        # The gateway resolved previous_response_id itself: the backend never saw it.
+        restored["previous_response_id"] = echo["previous_response_id"]
+        if self._request.tool_choice is not None:
             restored["tool_choice"] = self._request.tool_choice
-        if "model" in restored and self._model is not None:
+        if self._model is not None:
             restored["model"] = self._model
         return restored
+
+
+def _error_event(event: JSON) -> JSON:
+    """A backend's ``error`` event with the ``error`` object the specification requires
+    (OpenAI's servers send the flat form only: ``code``, ``message``, ``param``)."""
+    if isinstance(event.get("error"), dict):
+        return event
+    code, message, param = event.get("code"), event.get("message"), event.get("param")
+    error_type = "invalid_request_error" if code == "context_length_exceeded" else "server_error"
+    return {
+        **event,
+        "error": {
+            "type": error_type,
+            "code": code if isinstance(code, str) else None,
+            "message": message if isinstance(message, str) else "The upstream reported an error.",
+            "param": param if isinstance(param, str) else None,
+        },
+    }

@@ -30,7 +30,7 @@ import orjson
 from toolwire.protocol import ResponsesRequest
 from toolwire.translate import GENERIC
 
-from .._base import ListBatches, StreamBatches, UpstreamCall
+from .._base import ListBatches, NativeCompaction, StreamBatches, UpstreamCall
 from .._kind import BackendKind, BackendSetup
 from .chat import prepare_chat
 
@@ -41,7 +41,9 @@ JSON = Mapping[str, Any]
 
 
 class MockBackend:
-    """A ``Backend`` that needs no server."""
+    """A ``Backend`` that needs no server (the gateway compacts for it)."""
+
+    native_compaction: NativeCompaction | None = None
 
     def prepare(
         self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int

@@ -4,7 +4,10 @@ vLLM and Ollama serve ``/v1/responses`` themselves, as do OpenAI and OpenRouter.
 request is passed through, downgraded to what the backend understands (its
 ``supports_*`` settings, ``ResponsesCapabilities``); the answer comes back through
 ``ResponsesStreamRestorer``, which gives every call the type its tool was declared with.
-Reading a stream stops at its terminal event, as Codex's does.
+Reading a stream stops at its terminal event, as Codex's does. A backend configured
+with ``supports_compaction`` compacts by itself: ``compaction_trigger`` and its own
+``compaction`` items reach it untouched, and ``POST /v1/responses/compact`` goes to its
+``{base_url}/responses/compact`` (``native_compaction``).
 """
 
 from __future__ import annotations
@@ -35,9 +38,17 @@ CAPABILITY_SETTINGS = tuple(field.name for field in fields(ResponsesCapabilities
 class ResponsesBackend(HttpBackend):
     """A Responses server over HTTP that understands ``capabilities``."""
 
-    def __init__(self, endpoint: HttpEndpoint, capabilities: ResponsesCapabilities) -> None:
+    def __init__(
+        self,
+        endpoint: HttpEndpoint,
+        capabilities: ResponsesCapabilities,
+        compact_endpoint: HttpEndpoint | None = None,
+    ) -> None:
         super().__init__(endpoint)
         self.capabilities = capabilities
+        self._compact_endpoint = compact_endpoint
+        if capabilities.supports_compaction and compact_endpoint is not None:
+            self.native_compaction = NativeResponsesCompaction(compact_endpoint)
 
     def prepare(
         self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
@@ -62,6 +73,28 @@ class ResponsesBackend(HttpBackend):
     async def fetch(self, body: Mapping[str, Any]) -> JSON:
         return await self._endpoint.post_for_json(orjson.dumps(body))
 
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._compact_endpoint is not None:
+            await self._compact_endpoint.aclose()
+
+
+class NativeResponsesCompaction:
+    """``POST {base_url}/responses/compact`` of a Responses server that compacts by itself."""
+
+    # What a compaction request carries (the Responses API's /responses/compact body).
+    FIELDS = frozenset(
+        {"model", "input", "instructions", "tools", "parallel_tool_calls", "reasoning", "text",
+         "prompt_cache_key", "service_tier"}
+    )
+
+    def __init__(self, endpoint: HttpEndpoint) -> None:
+        self._endpoint = endpoint
+
+    async def compact(self, body: Mapping[str, Any]) -> JSON:
+        sent = {key: value for key, value in body.items() if key in self.FIELDS}
+        return await self._endpoint.post_for_json(orjson.dumps(sent))
+
 
 def _is_terminal(event: JSON) -> bool:
     return event.get("type") in TERMINAL_EVENT_TYPES
@@ -73,7 +106,9 @@ def capabilities_of(upstream: UpstreamConfig) -> ResponsesCapabilities:
 
 
 def _build(upstream: UpstreamConfig, setup: BackendSetup) -> ResponsesBackend:
-    return ResponsesBackend(endpoint_for(upstream, setup, "/responses"), capabilities_of(upstream))
+    capabilities = capabilities_of(upstream)
+    compact = endpoint_for(upstream, setup, "/responses/compact") if capabilities.supports_compaction else None
+    return ResponsesBackend(endpoint_for(upstream, setup, "/responses"), capabilities, compact)
 
 
 RESPONSES = BackendKind(
