@@ -12,6 +12,7 @@ import toolwire.tools
 
 PROTOCOL_ALL = [
     "EVENT_TYPES",
+    "KNOWN_HISTORIES",
     "TERMINAL_EVENT_TYPES",
     "AdditionalToolsItem",
     "CallItem",
@@ -33,12 +34,15 @@ PROTOCOL_ALL = [
     "FunctionCallOutputItem",
     "FunctionTool",
     "GrammarFormat",
+    "HistoryLink",
     "HostedTool",
     "InputFile",
     "InputImage",
     "InputText",
     "Item",
     "ItemReference",
+    "KnownHistories",
+    "KnownHistory",
     "LocalShellCallItem",
     "MessageItem",
     "NamespaceTool",
