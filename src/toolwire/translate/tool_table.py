@@ -81,6 +81,21 @@ class UpstreamToolTable(ToolIndex[UpstreamTool]):
         tool = self._by_pair.get((namespace or None, name))
         return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
 
+    def names_agree(self, other: UpstreamToolTable) -> bool:
+        """Whether ``upstream_name_of`` gives the same name in both tables, for any tool
+        (the names a translated history calls its tools by hold for the other table)."""
+        if other is self:
+            return True
+        mine, theirs = self._by_pair, other._by_pair
+        for pair in mine.keys() | theirs.keys():
+            ours, their = mine.get(pair), theirs.get(pair)
+            if ours is not None and their is not None:
+                if ours.upstream_name != their.upstream_name:
+                    return False
+            elif (ours or their) is not None and self.upstream_name_of(*pair) != other.upstream_name_of(*pair):
+                return False
+        return True
+
 
 def flat_name(tool_name: ToolName) -> str:
     """``ToolName("collaboration", "list_agents")`` -> ``collaboration__list_agents``.

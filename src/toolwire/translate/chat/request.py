@@ -5,7 +5,9 @@ dict out. It follows the reference's translation table and message algorithm
 (``responses-and-chat-completions.md`` §8.1-§8.2), in three parts:
 
 * the messages, from the input items (``_messages``, with the parts' content in
-  ``_content``);
+  ``_content``); for a request that continues a known history, only from its new items
+  (``_history``): the messages of the history are shared with the requests before and
+  after it, so nothing may change a translated request's messages;
 * the tools and ``tool_choice`` (``_tools``): flat names from ``UpstreamToolTable``, a
   custom (freeform) tool as a function with one string parameter ``input``, hosted tools
   not sent; derived once per tool catalog, which requests declaring the same tools share;
@@ -27,7 +29,7 @@ from toolwire.tools import ConfigurationError, ToolCatalog
 
 from ..tool_table import UpstreamToolTable
 from ._fields import add_generation_fields
-from ._messages import MessageBuilder
+from ._history import build_messages
 from ._notes import Notes
 from ._tools import DeclaredTools, chat_tools_for, resolve_tool_choice
 from .profile import GENERIC, BackendProfile
@@ -72,7 +74,7 @@ def translate_request(
 
     chat: ChatRequest = {
         "model": model if model is not None else request.model,
-        "messages": MessageBuilder(request, table, profile, notes).build(),
+        "messages": build_messages(request, table, profile, notes),
     }
     notes.extend(declared.hosted_notes)
     if choice.allowed is None:
