@@ -41,6 +41,9 @@ from .shapes import (
 
 JSON = dict[str, Any]
 PROFILES = [PRESETS[name] for name in ("generic", "deepseek", "openai", "ollama")]
+# A top-level tool whose name is the flat name of collaboration.spawn_agent: declared
+# before the namespace, it makes the namespaced tool's upstream name a hashed one.
+CLASHING_TOOLS = [{"type": "function", "name": "collaboration__spawn_agent", "parameters": {"type": "object"}}, *TOOLS]
 LOADED = {"type": "namespace", "name": "multi_agent", "description": "Agents.", "tools": [
     {"type": "function", "name": "spawn_agent", "defer_loading": True, "parameters": {"type": "object"}},
 ]}
@@ -141,24 +144,31 @@ steps = st.one_of(
     st.tuples(st.just("upstream model"), st.sampled_from([None, "served-name"])),
     st.tuples(st.just("profile"), st.sampled_from(PROFILES)),
     st.tuples(st.just("instructions"), st.sampled_from([None, "Be brief.", "Be thorough."])),
-    st.tuples(st.just("tools"), st.sampled_from([TOOLS, TOOLS[:3], []])),
+    st.tuples(st.just("tools"), st.sampled_from([TOOLS, TOOLS[:3], [], CLASHING_TOOLS])),
     st.tuples(st.just("fork"), st.lists(turn_items, min_size=1, max_size=2)),
 )
 
 
-def request_body(model: str, instructions: str | None, items: list[JSON], tools: list[JSON]) -> bytes:
-    """The body as Codex writes it: compact, model first, the input, then the rest."""
+def request_body(
+    model: str, instructions: str | None, items: list[JSON], tools: list[JSON], *, instructions_first: bool = True
+) -> bytes:
+    """The body as Codex writes it: compact, model first, the input, then the rest; the
+    instructions before the input, or (as the openai SDK writes them) after it."""
     head: JSON = {"model": model}
+    rest: JSON = {"tools": tools, "tool_choice": "auto", "stream": True, "store": False, "prompt_cache_key": "t1"}
     if instructions is not None:
-        head["instructions"] = instructions
-    return orjson.dumps({**head, "input": items, "tools": tools, "tool_choice": "auto", "stream": True,
-                         "store": False, "prompt_cache_key": "thread-1"})
+        (head if instructions_first else rest)["instructions"] = instructions
+    return orjson.dumps({**head, "input": items, **rest})
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(first=st.lists(turn_items, max_size=4), program=st.lists(steps, min_size=1, max_size=12))
+@given(
+    first=st.lists(turn_items, max_size=4),
+    program=st.lists(steps, min_size=1, max_size=12),
+    instructions_first=st.booleans(),
+)
 def test_a_growing_conversation_is_translated_as_if_every_item_were_new(
-    first: list[list[JSON]], program: list[tuple[str, Any]]
+    first: list[list[JSON]], program: list[tuple[str, Any]], instructions_first: bool
 ) -> None:
     KNOWN_HISTORIES.clear()
     items = [user("start"), *(item for turn in first for item in turn)]
@@ -186,7 +196,7 @@ def test_a_growing_conversation_is_translated_as_if_every_item_were_new(
         elif step == "fork":
             forks.append(items + [item for turn in value for item in turn])
         for these in [items, *forks[-1:]] if step == "fork" else [items]:
-            body = request_body(model, instructions, these, tools)
+            body = request_body(model, instructions, these, tools, instructions_first=instructions_first)
             through_history, resuming = outcome(body, profile, upstream_model)
             assert through_history == outcome(orjson.loads(body), profile, upstream_model)[0]
             resumed += resuming
@@ -238,6 +248,24 @@ def test_a_walk_with_an_output_before_its_call_in_the_same_request_is_saved() ->
     translate_request(request)
     link = request.history()
     assert link is not None and link.own is not None and "chat messages" in link.own.derived
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.name)
+def test_requests_resuming_one_saved_build_leave_it_as_it_was(profile: BackendProfile) -> None:
+    # the history ends in an open turn: one call, its output not there yet
+    items = [developer("rules"), user("go"), reasoning(content="think"), assistant("first"),
+             function_call("call_1", "exec_command", '{"cmd":"ls"}')]
+    body = request_body("gpt-5.5", None, items, TOOLS)
+    translate_request(parse_request(body), profile)
+    again = parse_request(body)  # a retry: the same history, nothing new
+    longer = [*items, function_call("call_2", "exec_command"), function_output("call_1", "a"),
+              function_output("call_2", "b"), user("more"), assistant("second")]
+    grown = parse_request(request_body("gpt-5.5", None, longer, TOOLS))
+    for request, raw in ((grown, longer), (again, items)):  # the longer one resumes it first
+        link = request.history()
+        assert link is not None and link.continues is not None and "chat messages" in link.continues.derived
+        expected = translate_request(uncached(request_body("gpt-5.5", None, raw, TOOLS)), profile)
+        assert orjson.dumps(translate_request(request, profile).chat) == orjson.dumps(expected.chat)
 
 
 def test_a_saved_build_is_kept_per_profile() -> None:
