@@ -66,7 +66,9 @@ def outcome(body: bytes | JSON, profile: BackendProfile, model: str | None) -> t
         translated = translate_request(request, profile, model=model)
     except ClientError as error:
         return ("error", type(error).__name__, error.message, error.param), 0
-    return ("chat", orjson.dumps(translated.chat), translated.warnings, translated.conversions), int(resumed)
+    chat = orjson.dumps(translated.chat)
+    assert orjson.dumps(translated.wire_body()) == chat  # what goes upstream: the same bytes
+    return ("chat", chat, translated.warnings, translated.conversions), int(resumed)
 
 
 def uncached(body: bytes) -> ResponsesRequest:
@@ -206,17 +208,25 @@ def test_a_growing_conversation_is_translated_as_if_every_item_were_new(
 # ---------------------------------------------------------------- the history is really used
 
 
-def test_a_long_session_continues_each_turn_and_saves_each_build() -> None:
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.name)
+def test_a_long_session_continues_each_turn_and_saves_each_build(profile: BackendProfile) -> None:
     items = [developer("rules"), user("go")]
     for turn in range(30):
-        items += [reasoning(summary=f"step {turn}"), function_call(f"call_{turn}", "exec_command", '{"cmd":"ls"}'),
-                  function_output(f"call_{turn}", f"out {turn}")]
+        new = [function_call(f"call_{turn}", "exec_command", '{"cmd":"ls"}'), function_output(f"call_{turn}", "out")]
+        if turn % 3 == 0:
+            new = [reasoning(summary=f"step {turn}"), *new]
+        elif turn % 3 == 1:
+            new = [assistant(f"now step {turn}"), *new]
+        items += new
         body = request_body("gpt-5.5", None, items, TOOLS)
         request = parse_request(body)
         link = request.history()
-        assert link is not None and link.known == (0 if turn == 0 else len(items) - 3)
+        assert link is not None and link.known == (0 if turn == 0 else len(items) - len(new))
         assert link.continues is None or link.continues.derived, "the turn before saved its build"
-        assert orjson.dumps(translate_request(request).chat) == orjson.dumps(translate_request(uncached(body)).chat)
+        translated = translate_request(request, profile)
+        expected = orjson.dumps(translate_request(uncached(body), profile).chat)
+        assert orjson.dumps(translated.chat) == orjson.dumps(translated.wire_body()) == expected
+        assert turn == 0 or translated.serialized is not None  # the history's messages are not serialized again
         assert link.own is not None and link.own.derived
 
 
@@ -264,8 +274,9 @@ def test_requests_resuming_one_saved_build_leave_it_as_it_was(profile: BackendPr
     for request, raw in ((grown, longer), (again, items)):  # the longer one resumes it first
         link = request.history()
         assert link is not None and link.continues is not None and "chat messages" in link.continues.derived
-        expected = translate_request(uncached(request_body("gpt-5.5", None, raw, TOOLS)), profile)
-        assert orjson.dumps(translate_request(request, profile).chat) == orjson.dumps(expected.chat)
+        expected = orjson.dumps(translate_request(uncached(request_body("gpt-5.5", None, raw, TOOLS)), profile).chat)
+        translated = translate_request(request, profile)
+        assert orjson.dumps(translated.chat) == orjson.dumps(translated.wire_body()) == expected
 
 
 def test_a_saved_build_is_kept_per_profile() -> None:

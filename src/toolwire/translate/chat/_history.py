@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from toolwire.protocol import ChatMessage, HistoryLink, ResponsesRequest
 
 from ..tool_table import UpstreamToolTable
-from ._messages import MessageBuilder, SavedBuild
+from ._messages import MessageBuilder, SavedBuild, SerializedMessages
 from ._notes import Notes
 from .profile import BackendProfile
 
@@ -45,13 +45,13 @@ class _Saved:
 
 def build_messages(
     request: ResponsesRequest, table: UpstreamToolTable, profile: BackendProfile, notes: Notes
-) -> list[ChatMessage]:
+) -> tuple[list[ChatMessage], SerializedMessages | None]:
     """``MessageBuilder(request, table, profile, notes).build()``, resumed from the saved
     build of the history the request continues, if one fits; this request's own build
-    is saved for the next."""
+    is saved for the next. And what of the messages is serialized already."""
     link = request.history() if not notes else None
     if link is None:
-        return MessageBuilder(request, table, profile, notes).build()
+        return MessageBuilder(request, table, profile, notes).build(), None
     saved = _saved_for(link, request, table, profile)
     builder = MessageBuilder(request, table, profile, notes, saved)
     builder.walk()
@@ -59,7 +59,8 @@ def build_messages(
         state = builder.save()
         if state is not None:
             _keep(link, _Saved(profile, request.instructions, table, state))
-    return builder.finish()
+    messages = builder.finish()
+    return messages, builder.serialized()
 
 
 def _saved_for(

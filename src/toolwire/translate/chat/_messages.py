@@ -16,13 +16,17 @@ texts). Its state after a walk can be saved (``SavedBuild``) and resumed by the 
 of a request whose items continue the same ones: it then walks only the new items
 (``_history``). A save is refused when the walk decided something on the absence of an
 item that a later one could supply (an output whose call has not come, a turn closed
-before its outputs): such decisions are only right once every item is known.
+before its outputs): such decisions are only right once every item is known. A save also
+serializes the messages that can no longer change, once (``SerializedMessages``): the
+request that resumes it sends them as those bytes instead of serializing them again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import orjson
 
 from toolwire.errors import RequestError
 from toolwire.protocol import (
@@ -96,6 +100,8 @@ class SavedBuild:
     system: tuple[str, ...]
     messages: tuple[ChatMessage, ...]
     defaulted: int  # the first ``defaulted`` messages have every field ``finish`` adds
+    json: tuple[bytes, ...]  # the first ``json_count`` messages serialized: runs, each comma-joined
+    json_count: int
     turn: _ToolTurn | None  # its message is the last of ``messages``
     reasoning: tuple[str, ...]
     reasoning_at: tuple[str, ...]
@@ -104,6 +110,29 @@ class SavedBuild:
     passed_outputs: set[str]
     emitted_calls: set[str]
     notes: Notes
+
+
+@dataclass(frozen=True, slots=True)
+class SerializedMessages:
+    """``messages[first : first + count]`` of a translated request, serialized already:
+    ``runs`` of them, each comma-joined (what ``orjson.dumps`` writes between the brackets)."""
+
+    first: int
+    count: int
+    runs: tuple[bytes, ...]
+
+    def messages_json(self, messages: list[ChatMessage]) -> bytes:
+        """``orjson.dumps(messages)``, with the serialized runs reused."""
+        parts = [orjson.dumps(message) for message in messages[: self.first]]
+        parts.extend(self.runs)
+        rest = messages[self.first + self.count :]
+        if rest:
+            parts.append(orjson.dumps(rest)[1:-1])
+        pieces = [b"["]
+        for part in parts:
+            pieces += (part, b",")
+        pieces[-1] = b"]"
+        return b"".join(pieces)
 
 
 @dataclass(slots=True)
@@ -141,6 +170,8 @@ class MessageBuilder:
         self._notes = notes
         self._walked = 0
         self._defaulted = 0
+        self._json: tuple[bytes, ...] = ()  # the first _json_count messages, serialized
+        self._json_count = 0
         # False once the walk decided something on an item's absence (see the module).
         self._savable = True
         self._system: list[str] = [request.instructions] if request.instructions else []
@@ -189,6 +220,9 @@ class MessageBuilder:
         turn = self._turn
         stable = max(0, len(messages) - 1)
         self._add_default_fields(stable)  # what finish would add to messages that no longer change
+        if stable > self._json_count:  # and they no longer change: serialized once for all
+            self._json = (*self._json, orjson.dumps(messages[self._json_count : stable])[1:-1])
+            self._json_count = stable
         if messages:
             last = _own_copy(messages[-1])
             messages = [*messages[:-1], last]
@@ -199,6 +233,8 @@ class MessageBuilder:
             system=tuple(self._system),
             messages=tuple(messages),
             defaulted=stable,
+            json=self._json,
+            json_count=self._json_count,
             turn=turn,
             reasoning=tuple(self._reasoning),
             reasoning_at=tuple(self._reasoning_at),
@@ -213,6 +249,7 @@ class MessageBuilder:
     def _resume(self, saved: SavedBuild) -> None:
         self._walked = saved.walked
         self._defaulted = saved.defaulted
+        self._json, self._json_count = saved.json, saved.json_count
         self._system = list(saved.system)
         self._messages = list(saved.messages)
         if self._messages:
@@ -227,6 +264,12 @@ class MessageBuilder:
         self._passed_outputs = set(saved.passed_outputs)
         self._emitted_calls = set(saved.emitted_calls)
         self._notes.extend(saved.notes)
+
+    def serialized(self) -> SerializedMessages | None:
+        """After ``finish``: what of its messages is serialized already, if anything."""
+        if not self._json:
+            return None
+        return SerializedMessages(1 if self._system else 0, self._json_count, self._json)
 
     def _add_default_fields(self, up_to: int) -> None:
         """Give the messages before ``up_to`` (not done yet) the fields every assistant

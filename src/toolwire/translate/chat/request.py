@@ -21,7 +21,11 @@ that cannot be translated raises ``RequestError`` naming the place
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
@@ -30,6 +34,7 @@ from toolwire.tools import ConfigurationError, ToolCatalog
 from ..tool_table import UpstreamToolTable
 from ._fields import add_generation_fields
 from ._history import build_messages
+from ._messages import SerializedMessages
 from ._notes import Notes
 from ._tools import DeclaredTools, chat_tools_for, resolve_tool_choice
 from .profile import GENERIC, BackendProfile
@@ -51,6 +56,16 @@ class TranslatedRequest:
     tools: UpstreamToolTable
     warnings: list[str] = field(default_factory=list)
     conversions: list[str] = field(default_factory=list)
+    serialized: SerializedMessages | None = None
+    """What of ``chat``'s messages a kept history serialized already (``wire_body``)."""
+
+    def wire_body(self) -> Mapping[str, Any]:
+        """``chat`` to serialize with orjson: the same JSON, the messages of a kept history
+        embedded as the bytes they were serialized to once (``orjson.Fragment``), so a
+        long history is not serialized again with every turn. For sending, not reading."""
+        if self.serialized is None:
+            return self.chat
+        return {**self.chat, "messages": orjson.Fragment(self.serialized.messages_json(self.chat["messages"]))}
 
 
 def translate_request(
@@ -72,10 +87,8 @@ def translate_request(
     table = declared.table
     choice = resolve_tool_choice(request.tool_choice, table)
 
-    chat: ChatRequest = {
-        "model": model if model is not None else request.model,
-        "messages": build_messages(request, table, profile, notes),
-    }
+    messages, serialized = build_messages(request, table, profile, notes)
+    chat: ChatRequest = {"model": model if model is not None else request.model, "messages": messages}
     notes.extend(declared.hosted_notes)
     if choice.allowed is None:
         tools = list(declared.chat_tools)
@@ -91,4 +104,4 @@ def translate_request(
     elif choice.value not in (None, "auto", "none"):
         notes.warn("tool_choice not sent: no tool can be sent to this backend")
     add_generation_fields(chat, request, profile, notes)
-    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions())
+    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions(), serialized)
