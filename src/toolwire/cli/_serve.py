@@ -89,6 +89,13 @@ def serve(
     inspector: Annotated[
         bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui; it keeps recent traffic in memory [off].")
     ] = None,
+    history_cache_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory for the histories of recent conversations, so that each turn only parses and translates "
+            "what is new (0: none) [128 MiB]."
+        ),
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="How much the gateway logs.")] = LogLevel.info,
 ) -> None:
@@ -118,6 +125,7 @@ def serve(
         "capture_dir": str(capture) if capture is not None else None,
         "capture_max_bytes": capture_max_bytes,
         "inspector": inspector,
+        "history_cache_bytes": history_cache_bytes,
         "insecure_no_auth": True if insecure_no_auth else None,
     }
     try:

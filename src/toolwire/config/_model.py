@@ -12,6 +12,7 @@ DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_CAPTURE_KEEP = 10
 DEFAULT_INSPECTOR_MAX_EXCHANGES = 200
 DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_HISTORY_CACHE_BYTES = 128 * 1024 * 1024
 
 
 class _Strict(BaseModel):
@@ -46,6 +47,11 @@ class ServerConfig(_Strict):
     inspector: bool = False
     inspector_max_exchanges: int = Field(default=DEFAULT_INSPECTOR_MAX_EXCHANGES, ge=1)
     inspector_max_bytes: int = Field(default=DEFAULT_INSPECTOR_MAX_BYTES, gt=0)
+    # The histories of recent conversations, kept so that a request resending one (Codex
+    # sends the whole conversation every turn) is parsed and translated only past it
+    # (toolwire.protocol.KNOWN_HISTORIES): at most this many bytes, as estimated (an
+    # 800-turn, 1.4 MB Codex session takes about 11 MB); 0 keeps none.
+    history_cache_bytes: int = Field(default=DEFAULT_HISTORY_CACHE_BYTES, ge=0)
 
 
 class UpstreamConfig(_Strict):

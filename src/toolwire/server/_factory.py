@@ -14,6 +14,7 @@ import os
 
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
+from toolwire.protocol import KNOWN_HISTORIES
 from toolwire.store import open_store
 
 from ._app import create_app
@@ -44,6 +45,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         if key_store is not None or client_keys or admin_keys
         else None
     )
+    KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, server.history_cache_bytes)
     observed = observability(
         config, client_keys=client_keys, admin_keys=admin_keys, requires_key=gate.requires_key if gate else None
     )
