@@ -50,7 +50,7 @@ class ServerConfig(_Strict):
     # The histories of recent conversations, kept so that a request resending one (Codex
     # sends the whole conversation every turn) is parsed and translated only past it
     # (toolwire.protocol.KNOWN_HISTORIES): at most this many bytes, as estimated (an
-    # 800-turn, 1.4 MB Codex session takes about 11 MB); 0 keeps none.
+    # 800-turn, 1.4 MB Codex session takes about 14 MB); 0 keeps none.
     history_cache_bytes: int = Field(default=DEFAULT_HISTORY_CACHE_BYTES, ge=0)
 
 

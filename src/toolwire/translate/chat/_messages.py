@@ -62,6 +62,7 @@ from ._content import assistant_text, image_part, merge_user_content, system_tex
 from ._notes import Notes
 from .profile import BackendProfile
 
+_MAX_RUNS = 16
 _OutputItem = FunctionCallOutputItem | CustomToolCallOutputItem | ToolSearchOutputItem
 _OUTPUT_ITEM_CLASSES = frozenset({FunctionCallOutputItem, CustomToolCallOutputItem, ToolSearchOutputItem})
 # Items and content parts are told apart by their exact class (``type(item) is
@@ -121,18 +122,10 @@ class SerializedMessages:
     count: int
     runs: tuple[bytes, ...]
 
-    def messages_json(self, messages: list[ChatMessage]) -> bytes:
-        """``orjson.dumps(messages)``, with the serialized runs reused."""
-        parts = [orjson.dumps(message) for message in messages[: self.first]]
-        parts.extend(self.runs)
-        rest = messages[self.first + self.count :]
-        if rest:
-            parts.append(orjson.dumps(rest)[1:-1])
-        pieces = [b"["]
-        for part in parts:
-            pieces += (part, b",")
-        pieces[-1] = b"]"
-        return b"".join(pieces)
+    def for_the_wire(self, messages: list[ChatMessage]) -> list[Any]:
+        """``messages`` with the serialized ones replaced by their runs (``orjson.Fragment``):
+        orjson writes the same bytes, copying the runs instead of serializing again."""
+        return [*messages[: self.first], *map(orjson.Fragment, self.runs), *messages[self.first + self.count :]]
 
 
 @dataclass(slots=True)
@@ -223,6 +216,8 @@ class MessageBuilder:
         if stable > self._json_count:  # and they no longer change: serialized once for all
             self._json = (*self._json, orjson.dumps(messages[self._json_count : stable])[1:-1])
             self._json_count = stable
+            if len(self._json) > _MAX_RUNS:  # one fragment costs what copying ~50 kB does
+                self._json = (b",".join(self._json),)
         if messages:
             last = _own_copy(messages[-1])
             messages = [*messages[:-1], last]

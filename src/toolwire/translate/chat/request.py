@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
 from toolwire.tools import ConfigurationError, ToolCatalog
@@ -61,11 +59,12 @@ class TranslatedRequest:
 
     def wire_body(self) -> Mapping[str, Any]:
         """``chat`` to serialize with orjson: the same JSON, the messages of a kept history
-        embedded as the bytes they were serialized to once (``orjson.Fragment``), so a
-        long history is not serialized again with every turn. For sending, not reading."""
+        embedded as the bytes they were serialized to once (``orjson.Fragment``, each a run
+        of messages), so a long history is not serialized again with every turn. For
+        sending, not reading."""
         if self.serialized is None:
             return self.chat
-        return {**self.chat, "messages": orjson.Fragment(self.serialized.messages_json(self.chat["messages"]))}
+        return {**self.chat, "messages": self.serialized.for_the_wire(self.chat["messages"])}
 
 
 def translate_request(
