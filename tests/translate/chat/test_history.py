@@ -286,3 +286,19 @@ def test_a_saved_build_is_kept_per_profile() -> None:
         translate_request(parse_request(body), profile)
     saved = parse_request(body).history().continues.derived["chat messages"]  # type: ignore[union-attr]
     assert {kept.profile for kept in saved} == set(PROFILES)
+
+
+def test_an_error_in_a_new_item_names_its_place_in_the_whole_request() -> None:
+    items = [user("go"), function_call("call_1", "exec_command"), function_output("call_1", "ok")]
+    translate_request(parse_request(request_body("gpt-5.5", None, items, TOOLS)))
+    by_id = {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "see"}, {"type": "input_image", "file_id": "file-1"}]}
+    body = request_body("gpt-5.5", None, [*items, user("more"), by_id], TOOLS)
+    request = parse_request(body)
+    assert request.history() is not None and request.history().known == len(items)  # type: ignore[union-attr]
+    with pytest.raises(ClientError) as continuing:
+        translate_request(request)
+    with pytest.raises(ClientError) as whole:
+        translate_request(uncached(body))
+    assert continuing.value.param == whole.value.param == f"input[{len(items) + 1}].content[1]"
+    assert continuing.value.message == whole.value.message
