@@ -6,8 +6,11 @@ Codex sends its whole conversation with every request (``store: false``). For ea
 history length H, wrk at one connection sends the requests of one session growing from
 H to H + turns - 1 tool turns (``bodies.session_series``: each request is the one before
 plus a turn), in order, over and over; ``direct`` sends the Chat bodies toolwire sends
-for the same requests to the same upstream (which streams event by event). The added
-p50 is toolwire's p50 minus direct's, run by run as in ``bench.run``. A pass over the
+for the same requests to the same upstream (which streams event by event), and the bare
+relay (``bench.relay``) takes the same Codex bodies and sends the Chat body of the
+series' middle request: what moving that many bytes through uvicorn and aiohttp costs
+with no translation. The added p50 is a path's p50 minus direct's, run by run as in
+``bench.run``. A pass over the
 series starts the session over, so 1 request in ``turns`` has no known history: the p50
 is the cost of a turn that continues its session, the p99 includes the fresh starts.
 
@@ -31,6 +34,7 @@ import orjson
 
 from . import procs, wrk
 from .bodies import Body, session_series
+from .relay import BODY_HEADER
 
 LENGTHS = (0, 50, 200, 800)
 MEMORY_TURNS = 800
@@ -86,13 +90,24 @@ def _figures(runs: list[wrk.WrkResult], process: str) -> dict[str, Any]:
 
 
 def latency_runs(
-    args: argparse.Namespace, work: Path, series: list[dict[str, Any]], upstream: procs.Service, gateway: procs.Service
+    args: argparse.Namespace,
+    work: Path,
+    series: list[dict[str, Any]],
+    upstream: procs.Service,
+    gateway: procs.Service,
+    relay: procs.Service,
 ) -> list[dict[str, Any]]:
-    """Direct and toolwire at one connection for each series, ``args.repeat`` pairs each."""
-    watch = {"upstream": upstream.pid, "toolwire": gateway.pid}
+    """Direct, toolwire and the relay at one connection for each series, ``args.repeat``
+    rounds each."""
+    watch = {"upstream": upstream.pid, "toolwire": gateway.pid, "relay": relay.pid}
     rows = []
     for case in series:
         length = case["turns"]
+        relay_script = wrk.write_sequence_script(
+            work / f"relay-session-{length}.lua", case["paths"],
+            {**case["headers"], "Content-Type": "application/json", BODY_HEADER: relay_body_name(length)},
+            wrk.UPSTREAM_MARKER,
+        )
         direct_script = wrk.write_sequence_script(
             work / f"direct-session-{length}.lua", case["chat_paths"],
             {"Content-Type": "application/json", "Accept": "text/event-stream"}, wrk.UPSTREAM_MARKER,
@@ -104,14 +119,15 @@ def latency_runs(
         targets = {
             "direct": (upstream.url + "/v1/chat/completions", direct_script),
             "toolwire": (gateway.url + "/v1/responses", gateway_script),
+            "relay": (relay.url + "/v1/responses", relay_script),
         }
         if args.warmup > 0:
             for name, (url, script) in targets.items():
                 wrk.run(url, script, target=name, connections=1, duration=max(1, round(args.warmup)),
                         output_path=work / "wrk" / f"warmup-session-{length}-{name}.txt")
-        runs: dict[str, list[wrk.WrkResult]] = {"direct": [], "toolwire": []}
+        runs: dict[str, list[wrk.WrkResult]] = {name: [] for name in targets}
         for repeat in range(args.repeat):
-            for name in ("direct", "toolwire") if repeat % 2 == 0 else ("toolwire", "direct"):
+            for name in list(targets) if repeat % 2 == 0 else list(targets)[::-1]:
                 url, script = targets[name]
                 result = wrk.run(
                     url, script, target=name, connections=1, duration=args.duration,
@@ -123,6 +139,7 @@ def latency_runs(
                      f"{result.p50_ms:.3f} ms, p99 {result.p99_ms:.3f} ms, errors {result.errors}")
         pairs = list(zip(runs["direct"], runs["toolwire"], strict=True))
         direct, through = _figures(runs["direct"], "upstream"), _figures(runs["toolwire"], "toolwire")
+        relayed = _figures(runs["relay"], "relay")
         rows.append({
             "turns": length,
             "requests_in_series": case["requests"],
@@ -131,12 +148,18 @@ def latency_runs(
             "chat_bytes": statistics.median(case["chat_bytes"]),
             "direct": direct,
             "toolwire": through,
+            "relay": relayed,
             "added_p50_ms": through["p50_ms"] - direct["p50_ms"],
             "added_p99_ms": through["p99_ms"] - direct["p99_ms"],
+            "relay_added_p50_ms": relayed["p50_ms"] - direct["p50_ms"],
             "pair_added_p50_ms": [t.p50_ms - d.p50_ms for d, t in pairs],
-            "raw": [run.as_dict() for run in runs["direct"] + runs["toolwire"]],
+            "raw": [run.as_dict() for name in targets for run in runs[name]],
         })
     return rows
+
+
+def relay_body_name(length: int) -> str:
+    return f"session-{length}"
 
 
 def history_metrics(gateway_url: str) -> dict[str, float]:
@@ -201,9 +224,11 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         (work / sub).mkdir(parents=True, exist_ok=True)
     series = [write_series(work, length, args.history_turns) for length in args.history_lengths]
     logs = work / "logs"
+    middle_chats = {relay_body_name(case["turns"]): case["chat_paths"][len(case["chat_paths"]) // 2] for case in series}
     with procs.upstream_service(logs, *args.upstream_flags, "--write-per-event", name="upstream-history") as upstream, \
-            procs.gateway_service(upstream.url + "/v1", logs, *args.gateway_flag, name="gateway-history") as gateway:
-        rows = latency_runs(args, work, series, upstream, gateway)
+            procs.gateway_service(upstream.url + "/v1", logs, *args.gateway_flag, name="gateway-history") as gateway, \
+            procs.relay_service(upstream.url + "/v1", middle_chats, logs, "relay-history") as relay:
+        rows = latency_runs(args, work, series, upstream, gateway, relay)
         cache = history_metrics(gateway.url)
         memory = memory_run(work, upstream.url + "/v1", args.history_sessions)
     return {
@@ -254,6 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     for row in result["rows"]:
         print(f"{row['turns']:4d}+ turns ({row['body_bytes'] / 1e6:.2f} MB): direct p50 {row['direct']['p50_ms']:.3f} ms,"
               f" toolwire p50 {row['toolwire']['p50_ms']:.3f} ms, added {row['added_p50_ms']:+.3f} ms "
+              f"(the bare relay {row['relay_added_p50_ms']:+.3f} ms) "
               f"({', '.join(f'{v:+.3f}' for v in row['pair_added_p50_ms'])}), toolwire CPU "
               f"{row['toolwire']['cpu_us_per_request']:.0f} us/request")
     memory = result["memory"]

@@ -420,22 +420,26 @@ def _long_sessions(add: Any, results: dict[str, Any]) -> None:
         f"one connection sends the {turns} requests of one Codex session growing by one tool turn per request "
         "(`bench/bodies.py` `session_series`: the captured `gpt-5.4` session, each turn a reasoning item, two calls "
         "and their outputs, ~1.7 kB), in order, over and over; `direct` sends the Chat bodies toolwire sends for "
-        "the same requests to the same upstream (streaming event by event). Each pass starts the session over, "
+        "the same requests to the same upstream (streaming event by event); the bare relay (`bench/relay.py`) takes "
+        "the same Codex bodies and sends the Chat body of the series' middle request: what moving that many bytes "
+        "through uvicorn and aiohttp costs with no translation. Each pass starts the session over, "
         f"so 1 request in {turns} has no history the gateway knows: p50 is a turn that continues its session, p99 "
         f"includes the fresh starts. {sessions['duration_s']:g} s per run, {sessions['repeat']} pair(s) of runs "
         "per length, medians (`python -m bench.history` runs this part alone)."
     )
     add("")
     add(_row(["history (tool turns)", "Codex body", "input items", "Chat body", "direct p50", "toolwire p50",
-              "added p50", "per-pair added p50", "toolwire p99", "toolwire CPU per request"]))
-    add(_row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---:"]))
+              "added p50", "per-pair added p50", "toolwire p99", "toolwire CPU per request", "relay added p50",
+              "relay CPU per request"]))
+    add(_row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:"]))
     for row in sessions["rows"]:
         add(_row([
             f"{row['turns']}-{row['turns'] + row['requests_in_series'] - 1}", f"{row['body_bytes'] / 1000:.0f} kB",
             f"{row['items']:.0f}", f"{row['chat_bytes'] / 1000:.0f} kB", _ms(row["direct"]["p50_ms"]),
             _ms(row["toolwire"]["p50_ms"]), f"**{_signed_ms(row['added_p50_ms'])}**",
             ", ".join(_signed_ms(v) for v in row["pair_added_p50_ms"]), _ms(row["toolwire"]["p99_ms"]),
-            f"{row['toolwire']['cpu_us_per_request']:.0f} µs",
+            f"{row['toolwire']['cpu_us_per_request']:.0f} µs", _signed_ms(row["relay_added_p50_ms"]),
+            f"{row['relay']['cpu_us_per_request']:.0f} µs",
         ]))
     add("")
     core_rows = results["core"].get("history", [])
