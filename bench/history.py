@@ -14,6 +14,10 @@ with no translation. The added p50 is a path's p50 minus direct's, run by run as
 series starts the session over, so 1 request in ``turns`` has no known history: the p50
 is the cost of a turn that continues its session, the p99 includes the fresh starts.
 
+Beside them, unless ``--no-history-uncached``, a gateway keeping no history
+(``--history-cache-bytes 0``, every request parsed and translated whole): what the
+cache buys, side by side.
+
 Then the memory of the history cache: a fresh gateway gets ``--sessions`` different
 sessions of 800 turns (two turns each, so that each keeps its history and its saved
 translation); its RSS before and after, and the cache's own estimate (``/metrics``).
@@ -22,6 +26,7 @@ translation); its RSS before and after, and the cache's own estimate (``/metrics
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import statistics
 import sys
@@ -96,10 +101,13 @@ def latency_runs(
     upstream: procs.Service,
     gateway: procs.Service,
     relay: procs.Service,
+    uncached: procs.Service | None = None,
 ) -> list[dict[str, Any]]:
     """Direct, toolwire and the relay at one connection for each series, ``args.repeat``
-    rounds each."""
+    rounds each; and ``uncached``, a gateway keeping no history, when given."""
     watch = {"upstream": upstream.pid, "toolwire": gateway.pid, "relay": relay.pid}
+    if uncached is not None:
+        watch["toolwire-uncached"] = uncached.pid
     rows = []
     for case in series:
         length = case["turns"]
@@ -121,6 +129,8 @@ def latency_runs(
             "toolwire": (gateway.url + "/v1/responses", gateway_script),
             "relay": (relay.url + "/v1/responses", relay_script),
         }
+        if uncached is not None:
+            targets["toolwire-uncached"] = (uncached.url + "/v1/responses", gateway_script)
         if args.warmup > 0:
             for name, (url, script) in targets.items():
                 wrk.run(url, script, target=name, connections=1, duration=max(1, round(args.warmup)),
@@ -140,6 +150,8 @@ def latency_runs(
         pairs = list(zip(runs["direct"], runs["toolwire"], strict=True))
         direct, through = _figures(runs["direct"], "upstream"), _figures(runs["toolwire"], "toolwire")
         relayed = _figures(runs["relay"], "relay")
+        if uncached is not None:
+            without = _figures(runs["toolwire-uncached"], "toolwire-uncached")
         rows.append({
             "turns": length,
             "requests_in_series": case["requests"],
@@ -155,6 +167,9 @@ def latency_runs(
             "pair_added_p50_ms": [t.p50_ms - d.p50_ms for d, t in pairs],
             "raw": [run.as_dict() for name in targets for run in runs[name]],
         })
+        if uncached is not None:
+            rows[-1]["uncached"] = without
+            rows[-1]["uncached_added_p50_ms"] = without["p50_ms"] - direct["p50_ms"]
     return rows
 
 
@@ -227,8 +242,13 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     middle_chats = {relay_body_name(case["turns"]): case["chat_paths"][len(case["chat_paths"]) // 2] for case in series}
     with procs.upstream_service(logs, *args.upstream_flags, "--write-per-event", name="upstream-history") as upstream, \
             procs.gateway_service(upstream.url + "/v1", logs, *args.gateway_flag, name="gateway-history") as gateway, \
-            procs.relay_service(upstream.url + "/v1", middle_chats, logs, "relay-history") as relay:
-        rows = latency_runs(args, work, series, upstream, gateway, relay)
+            procs.relay_service(upstream.url + "/v1", middle_chats, logs, "relay-history") as relay, \
+            contextlib.ExitStack() as optional:
+        uncached = None
+        if args.history_uncached:
+            uncached = optional.enter_context(procs.gateway_service(
+                upstream.url + "/v1", logs, *args.gateway_flag, "--history-cache-bytes", "0", name="gateway-uncached"))
+        rows = latency_runs(args, work, series, upstream, gateway, relay, uncached)
         cache = history_metrics(gateway.url)
         memory = memory_run(work, upstream.url + "/v1", args.history_sessions)
     return {
@@ -248,6 +268,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests per growing session (each one more turn) [16; --quick 8]")
     parser.add_argument("--history-sessions", type=int, default=None,
                         help="800-turn sessions kept for the memory figure [8; --quick 2]")
+    parser.add_argument("--history-uncached", action=argparse.BooleanOptionalAction, default=True,
+                        help="also a gateway keeping no history (--history-cache-bytes 0): what the cache buys [on]")
 
 
 def finish_arguments(args: argparse.Namespace) -> None:
@@ -279,7 +301,8 @@ def main(argv: list[str] | None = None) -> None:
     for row in result["rows"]:
         print(f"{row['turns']:4d}+ turns ({row['body_bytes'] / 1e6:.2f} MB): direct p50 {row['direct']['p50_ms']:.3f} ms,"
               f" toolwire p50 {row['toolwire']['p50_ms']:.3f} ms, added {row['added_p50_ms']:+.3f} ms "
-              f"(the bare relay {row['relay_added_p50_ms']:+.3f} ms) "
+              f"(the bare relay {row['relay_added_p50_ms']:+.3f} ms"
+              + (f"; no history cache {row['uncached_added_p50_ms']:+.3f} ms" if "uncached" in row else "") + ") "
               f"({', '.join(f'{v:+.3f}' for v in row['pair_added_p50_ms'])}), toolwire CPU "
               f"{row['toolwire']['cpu_us_per_request']:.0f} us/request")
     memory = result["memory"]
