@@ -87,14 +87,10 @@ class UpstreamToolTable(ToolIndex[UpstreamTool]):
         if other is self:
             return True
         mine, theirs = self._by_pair, other._by_pair
-        for pair in mine.keys() | theirs.keys():
-            ours, their = mine.get(pair), theirs.get(pair)
-            if ours is not None and their is not None:
-                if ours.upstream_name != their.upstream_name:
-                    return False
-            elif (ours or their) is not None and self.upstream_name_of(*pair) != other.upstream_name_of(*pair):
-                return False
-        return True
+        # a tool only one table declares is named by the other as any undeclared one
+        return all(
+            self.upstream_name_of(*pair) == other.upstream_name_of(*pair) for pair in mine.keys() | theirs.keys()
+        )
 
 
 def flat_name(tool_name: ToolName) -> str:
