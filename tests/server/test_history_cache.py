@@ -143,3 +143,33 @@ def test_a_gateway_keeping_no_history_sends_the_same(
         assert continued(gateway) == before == 0
     sent = [request.body for request in answering.requests if request.path == "/v1/chat/completions"]
     assert sent == [expected_upstream_body(body) for body in bodies]
+
+
+def test_the_capture_and_the_inspector_record_what_a_continuing_turn_sent(
+    answering: ChatUpstream, tmp_path: Path
+) -> None:
+    from tests.support.observed import observed_client, observed_config
+    from toolwire.protocol import KNOWN_HISTORIES
+    from toolwire.server.observe import RecentExchanges
+
+    continued_before = KNOWN_HISTORIES.continued  # this gateway runs in this process
+    items: list[JSON] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Go."}]}]
+    config = observed_config(answering.base_url, capture_dir=str(tmp_path / "capture"))
+    with observed_client(config) as (client, observed):
+        for n in range(3):
+            items += tool_turn("d", n)
+            response = client.post("/v1/responses", content=codex_body(items, "d"),
+                                   headers={"content-type": "application/json"})
+            assert response.status_code == 200
+        [recent] = [o for o in observed.observers if isinstance(o, RecentExchanges)]
+        kept = [orjson.loads(recent.record(summary["request_id"]) or b"null") for summary in recent.summaries()]
+    sent = [request.json for request in answering.requests if request.path == "/v1/chat/completions"]
+    captured = [
+        orjson.loads(line)
+        for path in sorted((tmp_path / "capture").glob("exchanges-*.jsonl"))
+        for line in path.read_bytes().splitlines()
+    ]
+    assert [record["upstream_request"] for record in captured] == sent
+    assert [record["upstream_request"] for record in reversed(kept)] == sent
+    assert sent == [orjson.loads(expected_upstream_body(codex_body(items[: 1 + 3 * n], "d"))) for n in (1, 2, 3)]
+    assert KNOWN_HISTORIES.continued - continued_before == 2  # the later turns sent kept messages as bytes
