@@ -103,12 +103,23 @@ def test_a_body_sent_again_continues_its_own_history() -> None:
 
 
 def test_the_fields_after_the_input_may_change_freely() -> None:
-    parse_request(body(turns(1)))
+    parse_request(body(turns(1), prompt_cache_key="thread-1"))
     request = assert_same(
-        body(turns(2), tools=[*TOOLS, {"type": "web_search"}], prompt_cache_key="k2", client_metadata={"turn": 2})
+        body(turns(2), tools=[*TOOLS, {"type": "web_search"}], prompt_cache_key="thread-1", client_metadata={"turn": 2})
     )
     assert known(request) == len(turns(1))
     assert request.tools is not None and len(request.tools) == 2
+
+
+def test_histories_are_looked_for_among_those_of_the_same_prompt_cache_key() -> None:
+    for thread in range(20):
+        parse_request(body([user(f"thread {thread}")], prompt_cache_key=f"thread-{thread}"))
+    assert known(assert_same(body([user("thread 7"), user("more")], prompt_cache_key="thread-7"))) == 1
+    # the same history under another key (a fork given a new thread id) is parsed whole
+    assert known(assert_same(body([user("thread 8"), user("more")], prompt_cache_key="thread-9"))) == 0
+    assert known(assert_same(body([user("thread 8"), user("more")]))) == 0  # no key at all
+    parse_request(body([user("no key")]))
+    assert known(assert_same(body([user("no key"), user("more")]))) == 1
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,11 @@ Why that is the same as parsing the whole body:
   validate) goes the full path, which reports the error with its exact place
   (``input[3].arguments``).
 
+A body is looked for among the kept histories learned from bodies with the same
+``prompt_cache_key`` (Codex sends its thread id there, the same with every turn), read
+from the body's end: a hint that keeps the search short when many conversations are
+kept, never a proof (the bytes are).
+
 A parsed request carries a ``HistoryLink`` (``ResponsesRequest.history()``): the
 history it continues and the one it makes for the next request, on which consumers keep
 what they derive from the items (a translation's state, ``KnownHistory.derived``), so
@@ -50,6 +55,9 @@ if TYPE_CHECKING:
     from ._request import ResponsesRequest
 
 _PROBE_BYTES = 32
+_HINT_KEY = b'"prompt_cache_key":"'
+_HINT_WINDOW = 128 * 1024  # the body's last bytes searched for it (it follows the input)
+_HINT_MAX = 256
 WEIGHT_PER_BODY_BYTE = 10
 """A kept history's memory, estimated from its body's length: the body itself, the
 typed items (measured at 4.5-5.8 times their JSON) and what consumers derive from them
@@ -72,6 +80,12 @@ class KnownHistory:
     end: int
     items: tuple[Item, ...] = field(repr=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
+    hint: bytes | None = field(init=False, repr=False)  # the body's prompt_cache_key
+    _probe: bytes = field(init=False, repr=False)  # the last bytes of the items
+
+    def __post_init__(self) -> None:
+        self.hint = _hint(self.body)
+        self._probe = self.body[max(self.head_end, self.end - _PROBE_BYTES) : self.end]
 
     @property
     def weight(self) -> int:
@@ -80,11 +94,10 @@ class KnownHistory:
     def starts(self, body: bytes) -> bool:
         """Whether ``body`` starts with this history's bytes (up to the end of its items)."""
         end = self.end
-        if len(body) <= end:
-            return False
-        probe = max(self.head_end, end - _PROBE_BYTES)
-        return body.startswith(memoryview(self.body)[probe:end], probe) and body.startswith(
-            memoryview(self.body)[:probe]
+        return (
+            len(body) > end
+            and body.startswith(self._probe, end - len(self._probe))
+            and body.startswith(memoryview(self.body)[: end - len(self._probe)])
         )
 
 
@@ -115,6 +128,7 @@ class KnownHistories:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: OrderedDict[int, KnownHistory] = OrderedDict()  # id -> history
+        self._by_hint: dict[bytes | None, dict[int, KnownHistory]] = {}  # hint -> id -> history
         self._weight = 0
         self._lock = threading.Lock()
         self.continued = 0
@@ -143,6 +157,7 @@ class KnownHistories:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._by_hint.clear()
             self._weight = 0
 
     # ------------------------------------------------------------ parsing
@@ -219,8 +234,9 @@ class KnownHistories:
     # ------------------------------------------------------------ the entries
 
     def _find(self, body: bytes) -> KnownHistory | None:
+        hint = _hint(body)
         with self._lock:
-            candidates = list(self._entries.values())
+            candidates = list(self._by_hint.get(hint, {}).values())
         best: KnownHistory | None = None
         for known in candidates:
             if (best is None or known.end > best.end) and known.starts(body):
@@ -232,9 +248,10 @@ class KnownHistories:
         if history.weight > self.max_bytes:
             return
         with self._lock:
-            if replacing is not None and self._entries.pop(id(replacing), None) is not None:
-                self._weight -= replacing.weight
+            if replacing is not None and id(replacing) in self._entries:
+                self._drop(replacing)
             self._entries[id(history)] = history
+            self._by_hint.setdefault(history.hint, {})[id(history)] = history
             self._weight += history.weight
             self._evict()
 
@@ -245,8 +262,25 @@ class KnownHistories:
 
     def _evict(self) -> None:
         while self._entries and (len(self._entries) > self.max_entries or self._weight > self.max_bytes):
-            _, oldest = self._entries.popitem(last=False)
-            self._weight -= oldest.weight
+            self._drop(next(iter(self._entries.values())))
+
+    def _drop(self, history: KnownHistory) -> None:
+        del self._entries[id(history)]
+        same_hint = self._by_hint[history.hint]
+        del same_hint[id(history)]
+        if not same_hint:
+            del self._by_hint[history.hint]
+        self._weight -= history.weight
+
+
+def _hint(body: bytes) -> bytes | None:
+    """The body's ``prompt_cache_key``, as written, if it is among its last bytes."""
+    at = body.rfind(_HINT_KEY, max(0, len(body) - _HINT_WINDOW))
+    if at < 0:
+        return None
+    start = at + len(_HINT_KEY)
+    end = body.find(b'"', start, start + _HINT_MAX)
+    return body[start:end] if end >= 0 else None
 
 
 def _head_end(body: bytes, data: dict[str, Any]) -> int | None:
