@@ -18,6 +18,15 @@ Two bodies, both ``"stream": true``:
   ``apply_patch`` and ``tool_search`` calls);
 * ``v2``: ``gpt-5.6-terra/turn-3.json`` (tools in an ``additional_tools`` item, namespaces,
   custom ``exec``).
+
+And a long session (``session(turns)``): the requests of one Codex session as it grows
+by one tool turn per request, ``store: false``, so that each request resends the whole
+history. It starts from ``gpt-5.4/turn-1.json`` (the first request) and each tool turn is
+the one of ``gpt-5.4/turn-2.json`` (a reasoning item, an ``exec_command`` call and a
+namespaced ``close_agent`` call, their outputs) with fresh ids and a command output of
+ordinary length (``SESSION_TURN_BYTES`` per turn on average): 800 turns make the issue's
+day-long session of about 1.4 MB. ``session(n + 1)``'s history is ``session(n)``'s with one
+more turn, byte for byte, as Codex sends it.
 """
 
 from __future__ import annotations
@@ -132,7 +141,7 @@ def pad_to_real_size(body: dict[str, Any], target: int) -> dict[str, Any]:
     return body
 
 
-def _fresh_ids(item: dict[str, Any], round_number: int) -> dict[str, Any]:
+def _fresh_ids(item: dict[str, Any], round_number: int | str) -> dict[str, Any]:
     item = copy.deepcopy(item)
     for key in ("id", "call_id"):
         if isinstance(item.get(key), str):
@@ -203,6 +212,60 @@ def build(name: str, rounds: int = 6) -> Body:
         tool_rounds=tool_rounds,
         headers={k: v for k, v in headers.items() if k.lower() not in _DROPPED_HEADERS},
     )
+
+
+SESSION_FIXTURES = ("gpt-5.4/turn-1.json", "gpt-5.4/turn-2.json")
+SESSION_TURN_BYTES = 1700
+"""The average size of one tool turn of ``session``, in bytes of compact JSON: with the
+padded first request, 800 turns make about 1.4 MB (the issue's day-long session)."""
+
+
+def session(turns: int, variant: int = 0) -> Body:
+    """The request a Codex session sends after ``turns`` tool turns (see the module docstring)."""
+    return session_series(turns, 1, variant)[0]
+
+
+def session_series(turns: int, count: int, variant: int = 0) -> list[Body]:
+    """``count`` requests of one growing session: after ``turns``, ``turns + 1``, ... tool
+    turns. ``variant`` makes another session (other ids and texts, the same sizes)."""
+    first, second = (json.loads((FIXTURES / name).read_text()) for name in SESSION_FIXTURES)
+    real = real_sizes()[SESSION_FIXTURES[0]]
+    padded = pad_to_real_size(first, real)
+    padded_size = len(compact(padded))
+    if variant:
+        user = padded["input"][-1]
+        user["content"][0]["text"] += f" (session {variant})"
+    turn = second["input"][len(first["input"]) :]
+    history = [item for number in range(turns + count - 1) for item in session_turn(turn, number, variant)]
+    headers_path = FIXTURES / SESSION_FIXTURES[0].split("/")[0] / "headers.json"
+    headers = {k: v for k, v in json.loads(headers_path.read_text()).items() if k.lower() not in _DROPPED_HEADERS}
+    bodies = []
+    for done in range(turns, turns + count):
+        body = {**padded, "input": padded["input"] + history[: done * len(turn)]}
+        bodies.append(Body(
+            name=f"session-{done}" + (f"-{variant}" if variant else ""),
+            fixture=SESSION_FIXTURES[0],
+            protocol="V1",
+            data=compact(body),
+            real_size=real,
+            padded_size=padded_size,
+            items=len(body["input"]),
+            tool_rounds=done,
+            headers=headers,
+        ))
+    return bodies
+
+
+def session_turn(turn: list[dict[str, Any]], number: int, variant: int = 0) -> list[dict[str, Any]]:
+    """Tool turn ``number`` of ``session``: ``turn``'s items with fresh ids, the first call's
+    output lengthened by generated text (the same for a given ``number``, every time)."""
+    items = [_fresh_ids(item, number if not variant else f"{variant}_{number}") for item in turn]
+    base = len(compact(items))
+    extra = max(0, SESSION_TURN_BYTES - base)
+    length = random.Random(number).randrange(extra // 2, extra * 3 // 2 + 1) if extra else 0
+    output = next(item for item in items if item.get("type") == "function_call_output")
+    output["output"] += generated_text(length, seed=1000 + number + 100_000 * variant)
+    return items
 
 
 def build_all(rounds: int = 6) -> list[Body]:

@@ -7,6 +7,13 @@ Per request body: ``parse_request`` (bytes -> typed request), ``translate_reques
 client sends), each timed alone with ``time.perf_counter_ns`` over many iterations; the
 median is reported.
 
+Per turn of a long session (``history_cost``): for a Codex session growing one tool turn
+per request from 0, 50, 200 and 800 turns of history (``bodies.session_series``), what
+each request costs when it continues the one before it (the gateway keeps the history:
+only the new items are parsed, translated and serialized), against what the same
+request costs parsed, translated and serialized whole (the first request of a session,
+or with the history cache off).
+
 Per stream chunk: a fresh ``ChatStreamTranslator`` per iteration gets ``start()``, every
 chunk of the canned upstream answer through ``feed`` (timed as one loop, divided by the
 number of chunks), then ``finish()``. "Pipeline" adds what the gateway does around
@@ -29,7 +36,7 @@ from typing import Any
 import orjson
 
 from . import upstream as canned
-from .bodies import Body, build_all
+from .bodies import Body, build_all, session_series
 
 _NS = 1e-3  # ns -> us
 
@@ -56,6 +63,25 @@ class StreamCost:
     pipeline_us_per_chunk: float
     start_finish_us: float
     iterations: int
+
+
+@dataclass
+class TurnCost:
+    turns: int  # tool turns in the history of the first request of the series
+    body_bytes: int
+    items: int
+    chat_bytes: int
+    # each request continuing the one before (medians over the series, several passes)
+    parse_us: float
+    translate_us: float
+    serialize_us: float  # orjson.dumps of what goes upstream (TranslatedRequest.wire_body)
+    total_us: float
+    # the same request whole, no history kept
+    whole_parse_us: float
+    whole_translate_us: float
+    whole_serialize_us: float
+    whole_total_us: float
+    requests: int  # continuing requests measured
 
 
 def _median_ns(function: Callable[[], Any], iterations: int, warmup: int) -> float:
@@ -162,6 +188,59 @@ def stream_cost(body: Body, reply: str, iterations: int, chunk_count: int = 40) 
     )
 
 
+HISTORY_LENGTHS = (0, 50, 200, 800)
+
+
+def history_cost(turns: int, series: int, passes: int) -> TurnCost:
+    """Per-turn cost of a session growing from ``turns`` tool turns, over ``series`` requests
+    sent ``passes`` times (each pass starts the session over: its first request is whole)."""
+    from toolwire.protocol import KNOWN_HISTORIES
+
+    parse_request, translate_request, _, _ = translator_parts()
+    bodies = [body.data for body in session_series(turns, series + 1)]
+    clock = time.perf_counter_ns
+    samples: dict[str, list[float]] = {"parse": [], "translate": [], "serialize": [], "total": []}
+    KNOWN_HISTORIES.clear()
+    for _ in range(passes):
+        parse_request(bodies[0]).history()  # the session starts: learned whole, not measured
+        translate_request(parse_request(bodies[0]))
+        for data in bodies[1:]:
+            started = clock()
+            request = parse_request(data)
+            parsed = clock()
+            translated = translate_request(request)
+            translated_at = clock()
+            orjson.dumps(translated.wire_body())
+            done = clock()
+            samples["parse"].append(parsed - started)
+            samples["translate"].append(translated_at - parsed)
+            samples["serialize"].append(done - translated_at)
+            samples["total"].append(done - started)
+        KNOWN_HISTORIES.clear()
+    whole_data = bodies[-1]
+    capacity = KNOWN_HISTORIES.max_bytes
+    KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, 0)  # no history: every request whole
+    try:
+        request = parse_request(whole_data)
+        chat = translate_request(request).chat
+        iterations = max(3, passes)
+        whole_parse = _median_ns(lambda: parse_request(whole_data), iterations, 1)
+        whole_translate = _median_ns(lambda: translate_request(request), iterations, 1)
+        whole_serialize = _median_ns(lambda: orjson.dumps(chat), iterations, 1)
+    finally:
+        KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, capacity)
+    median = {name: statistics.median(values) * _NS for name, values in samples.items()}
+    return TurnCost(
+        turns=turns, body_bytes=len(whole_data), items=len(request.input_items()), chat_bytes=len(orjson.dumps(chat)),
+        parse_us=median["parse"], translate_us=median["translate"], serialize_us=median["serialize"],
+        total_us=median["total"],
+        whole_parse_us=whole_parse * _NS, whole_translate_us=whole_translate * _NS,
+        whole_serialize_us=whole_serialize * _NS,
+        whole_total_us=(whole_parse + whole_translate + whole_serialize) * _NS,
+        requests=len(samples["total"]),
+    )
+
+
 def measure(bodies: list[Body], quick: bool = False) -> dict[str, list[dict[str, Any]]]:
     request_iterations = 40 if quick else 400
     stream_iterations = 40 if quick else 1000
@@ -170,7 +249,8 @@ def measure(bodies: list[Body], quick: bool = False) -> dict[str, list[dict[str,
     streams = [
         asdict(stream_cost(body, reply, stream_iterations)) for body in bodies for reply in ("text", "tool")
     ]
-    return {"requests": requests, "streams": streams}
+    history = [asdict(history_cost(turns, 8 if quick else 16, 2 if quick else 5)) for turns in HISTORY_LENGTHS]
+    return {"requests": requests, "streams": streams, "history": history}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -188,6 +268,12 @@ def main(argv: list[str] | None = None) -> None:
             f"{row['body']} {row['reply']}: {row['chunks']} chunks -> {row['events']} events: feed "
             f"{row['feed_us_per_chunk']:.2f} us/chunk, pipeline {row['pipeline_us_per_chunk']:.2f} us/chunk, "
             f"start+finish {row['start_finish_us']:.0f} us"
+        )
+    for row in result["history"]:
+        print(
+            f"session after {row['turns']} turns ({row['body_bytes']} B, {row['items']} items): per turn parse "
+            f"{row['parse_us']:.0f} us, translate {row['translate_us']:.0f} us, serialize {row['serialize_us']:.0f} us,"
+            f" total {row['total_us']:.0f} us; whole {row['whole_total_us']:.0f} us"
         )
 
 

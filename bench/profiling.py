@@ -42,9 +42,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("upstream HTTP client (aiohttp, SSE decoding)",
      ("HttpChatBackend.", "(toolwire/upstream/", "(aiohttp/", "SSEDecoder.")),
     ("exchange observers: log line, inspector record, metrics",
-     ("(logging/", "Observer.", "(toolwire/server/_observers.py)", "(toolwire/server/_inspector.py)",
-      "(toolwire/server/_record.py)", "(toolwire/server/_redact.py)", "(toolwire/server/_metrics.py)",
-      "(toolwire/server/_capture.py)", "(prometheus_client/")),
+     ("(logging/", "Observer.", "(toolwire/server/observe/", "(prometheus_client/")),
 )
 GENERIC_STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Starlette routing and middleware", ("(starlette/",)),

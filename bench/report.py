@@ -15,6 +15,7 @@ SECTIONS = (
     "## Throughput and latency",
     "## Ratios",
     "## Core cost",
+    "## Long sessions",
     "## Memory",
     "## Is the load generator the bottleneck?",
     "## Bodies",
@@ -138,6 +139,12 @@ def render(results: dict[str, Any]) -> str:
         + (" **Quick smoke run: not a measurement.**" if settings["quick"] else "")
     )
     add("")
+    if results.get("history"):
+        add("The gateway keeps the histories of recent conversations (`--history-cache-bytes`): wrk resends one "
+            "body, so from its second request on the gateway continues the history the first one taught it, with "
+            "nothing new to parse or translate. Sessions that grow by a turn per request, as Codex sends them, are "
+            "measured under Long sessions.")
+        add("")
 
     # ------------------------------------------------------------------ summary
     add("## Summary against the targets")
@@ -154,6 +161,14 @@ def render(results: dict[str, Any]) -> str:
             add(_row([f"throughput at 16 connections, {label} ÷ direct ({WRITES[writes]})",
                       *[_pct(v) for v in ratios], f"≥ {100 * targets['throughput_ratio']:g} %",
                       _verdict(all(v >= targets["throughput_ratio"] for v in ratios))]))
+    sessions = results.get("history")
+    session_row = next((row for row in sessions["rows"] if row["turns"] == 800), None) if sessions else None
+    if session_row is not None:
+        target = targets.get("session_added_p50_ms", 3.0)
+        add(_row([f"added p50 latency, 1 connection, a session of 800+ tool turns "
+                  f"({session_row['body_bytes'] / 1e6:.2f} MB; upstream streams event by event)",
+                  *([_signed_ms(session_row["added_p50_ms"])] + [""] * (len(names) - 1)),
+                  f"≤ {target:g} ms", _verdict(session_row["added_p50_ms"] <= target)]))
     memory = results["memory"]
     rss = memory["with_streams_mb"]
     add(_row([f"gateway RSS with {memory['streams']} open streams (half of each body)",
@@ -287,6 +302,10 @@ def render(results: dict[str, Any]) -> str:
         ]))
     add("")
 
+    # ------------------------------------------------------------------ long sessions
+    if sessions:
+        _long_sessions(add, results)
+
     # ------------------------------------------------------------------ memory
     add("## Memory")
     add("")
@@ -399,3 +418,67 @@ def render(results: dict[str, Any]) -> str:
             add(f"Flame graph: `{profile['svg']}`; collapsed stacks: `{profile['raw']}`.")
             add("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _long_sessions(add: Any, results: dict[str, Any]) -> None:
+    """The section ``## Long sessions``: added latency against history length, the core's
+    cost per turn, the history cache's memory (``bench.history``, ``bench.core``)."""
+    sessions = results["history"]
+    turns = sessions["turns_per_series"]
+    add("## Long sessions")
+    add("")
+    add(
+        "Codex sends the whole conversation with every request (`store: false`). For each history length, wrk at "
+        f"one connection sends the {turns} requests of one Codex session growing by one tool turn per request "
+        "(`bench/bodies.py` `session_series`: the captured `gpt-5.4` session, each turn a reasoning item, two calls "
+        "and their outputs, ~1.7 kB), in order, over and over; `direct` sends the Chat bodies toolwire sends for "
+        "the same requests to the same upstream (streaming event by event); the bare relay (`bench/relay.py`) takes "
+        "the same Codex bodies and sends the Chat body of the series' middle request: what moving that many bytes "
+        "through uvicorn and aiohttp costs with no translation. Each pass starts the session over, "
+        f"so 1 request in {turns} has no history the gateway knows: p50 is a turn that continues its session, p99 "
+        f"includes the fresh starts. {sessions['duration_s']:g} s per run, {sessions['repeat']} pair(s) of runs "
+        "per length, medians (`python -m bench.history` runs this part alone)."
+    )
+    add("")
+    add(_row(["history (tool turns)", "Codex body", "input items", "Chat body", "direct p50", "toolwire p50",
+              "added p50", "per-pair added p50", "toolwire p99", "toolwire CPU per request", "relay added p50",
+              "relay CPU per request"]))
+    add(_row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:"]))
+    for row in sessions["rows"]:
+        add(_row([
+            f"{row['turns']}-{row['turns'] + row['requests_in_series'] - 1}", f"{row['body_bytes'] / 1000:.0f} kB",
+            f"{row['items']:.0f}", f"{row['chat_bytes'] / 1000:.0f} kB", _ms(row["direct"]["p50_ms"]),
+            _ms(row["toolwire"]["p50_ms"]), f"**{_signed_ms(row['added_p50_ms'])}**",
+            ", ".join(_signed_ms(v) for v in row["pair_added_p50_ms"]), _ms(row["toolwire"]["p99_ms"]),
+            f"{row['toolwire']['cpu_us_per_request']:.0f} µs", _signed_ms(row["relay_added_p50_ms"]),
+            f"{row['relay']['cpu_us_per_request']:.0f} µs",
+        ]))
+    add("")
+    core_rows = results["core"].get("history", [])
+    if core_rows:
+        add("The core's cost per turn, in this process (`python -m bench.core`): each request continuing the one "
+            "before it (parse, translate and serialize only what is new, after comparing the known history's "
+            "bytes), against the same request whole (the first of a session, or with `--history-cache-bytes 0`); "
+            "medians.")
+        add("")
+        add(_row(["history (tool turns)", "Codex body", "per turn: parse", "translate", "serialize", "**total**",
+                  "whole: parse", "translate", "serialize", "**total**"]))
+        add(_row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+        for row in core_rows:
+            add(_row([
+                row["turns"], f"{row['body_bytes'] / 1000:.0f} kB", f"{row['parse_us']:.0f} µs",
+                f"{row['translate_us']:.0f} µs", f"{row['serialize_us']:.0f} µs", f"**{row['total_us']:.0f} µs**",
+                f"{row['whole_parse_us']:.0f} µs", f"{row['whole_translate_us']:.0f} µs",
+                f"{row['whole_serialize_us']:.0f} µs", f"**{row['whole_total_us']:.0f} µs**",
+            ]))
+        add("")
+    memory = sessions["memory"]
+    add(
+        f"The history cache's memory: a fresh gateway, then {memory['sessions']} different sessions of "
+        f"{memory['turns']} turns ({memory['body_bytes'] / 1e6:.2f} MB each), two requests each (the second "
+        f"continues the first): RSS {memory['baseline_mb']:.1f} → {memory['after_mb']:.1f} MB, "
+        f"**{memory['per_session_mb']:.1f} MB per session kept**; the cache's own estimate (`/metrics` "
+        f"`toolwire_history_cache_bytes`) {memory['estimated_mb']:.1f} MB in {memory['entries']:.0f} entries. "
+        "It keeps at most `--history-cache-bytes` (128 MiB by default) of such estimates."
+    )
+    add("")

@@ -15,9 +15,12 @@ One run measures, side by side on the same machine:
    what uvicorn + aiohttp cost with no translation at all. All of it twice: with an
    upstream that writes each SSE event as it goes (as a model server streams) and with
    one that writes each answer at once (``--upstream-writes``);
-3. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
+3. long sessions (``bench.history``): the added p50 at one connection against history
+   length (0, 50, 200, 800 tool turns), a Codex session growing one turn per request,
+   and the memory of the history cache;
+4. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
    the upstream in ``--hold`` mode);
-4. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
+5. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
 
 Scratch files (bodies, Lua scripts, logs, raw wrk output, results.json, profiles) go to
 ``--work-dir`` (bench/out, not versioned).
@@ -41,7 +44,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import core, procs, wrk
+from . import core, history, procs, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
 from .report import render, with_kept_sections
@@ -56,6 +59,7 @@ UPSTREAM_WRITES = {
 
 TARGETS = {
     "added_p50_ms": 1.0,  # at most, at one connection
+    "session_added_p50_ms": 3.0,  # at most, at one connection, a session of 800 tool turns (~1.4 MB)
     "throughput_ratio": 0.5,  # at least, at 16 connections
     "rss_mb": 150.0,  # at most, with 500 open streams
 }
@@ -358,6 +362,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale-workers", type=int, default=None,
                         help="also run a gateway with --workers N at 16 connections; 0: don't [the CPU count]")
     parser.add_argument("--profile", action="store_true", help="also profile the gateway with py-spy")
+    history.add_arguments(parser)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS.md")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args(argv)
@@ -373,6 +378,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     cpus = os.cpu_count() or 1
     args.scale_workers = args.scale_workers if args.scale_workers is not None else (cpus if cpus > 1 else 0)
     args.upstream_flags = ["--reply", args.reply]
+    history.finish_arguments(args)
     return args
 
 
@@ -434,6 +440,9 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 profiles = profile_runs(args, work, bodies, gateway) if args.profile else []
 
+    log("long sessions: added latency against history length, the history cache's memory")
+    sessions = history.measure(args, work)
+
     log(f"memory with {args.streams} open streams")
     memory = memory_run(args, work, bodies)
     memory["gateway_after_load"] = gateway_after_load
@@ -459,6 +468,7 @@ def main(argv: list[str] | None = None) -> None:
         "core": core_result,
         "load": load,
         "memory": memory,
+        "history": sessions,
         "profiles": profiles,
     }
     (work / "results.json").write_text(json.dumps(results, indent=1))

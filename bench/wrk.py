@@ -1,6 +1,8 @@
 """Run ``wrk`` with a generated Lua script that POSTs one body, and read its results.
 
-The script sets the method, body and headers, checks every response (status 200 and the
+The script sets the method, body and headers (or, ``write_sequence_script``, POSTs a
+list of bodies in turn, one per request: the requests of a growing session), checks
+every response (status 200 and the
 end-of-stream marker in the body: ``data: [DONE]`` from the upstream and from the bare
 relay, which passes the upstream's bytes; ``"type":"response.completed"`` from the
 gateway), and prints one ``BENCH_JSON {...}`` line from ``done()`` with exact figures
@@ -54,6 +56,24 @@ function done(summary, latency, requests)
 end
 """
 
+_LUA_SEQUENCE = """\
+-- the bodies in turn, one per request, each request formatted once (in init: the Host
+-- header is set by then)
+local requests = {{}}
+function init(args)
+  for _, path in ipairs({{ {paths} }}) do
+    local file = assert(io.open(path, "rb"))
+    table.insert(requests, wrk.format("POST", nil, nil, file:read("*a")))
+    file:close()
+  end
+end
+local sent = 0
+function request()
+  sent = sent % #requests + 1
+  return requests[sent]
+end
+"""
+
 UPSTREAM_MARKER = "data: [DONE]"
 GATEWAY_MARKER = '"type":"response.completed"'
 
@@ -76,6 +96,15 @@ def wrk_version() -> str:
 def write_script(path: Path, body_path: Path, headers: dict[str, str], marker: str) -> Path:
     lines = [f"wrk.headers[ [==[{name}]==] ] = [==[{value}]==]" for name, value in headers.items()]
     path.write_text(_LUA.format(body_path=body_path, headers="\n".join(lines), marker=marker))
+    return path
+
+
+def write_sequence_script(path: Path, body_paths: list[Path], headers: dict[str, str], marker: str) -> Path:
+    """A script POSTing the bodies in turn, one per request (with one connection, in order)."""
+    write_script(path, body_paths[0], headers, marker)
+    paths = ", ".join(f"[==[{body_path}]==]" for body_path in body_paths)
+    with path.open("a") as script:
+        script.write(_LUA_SEQUENCE.format(paths=paths))
     return path
 
 

@@ -13,6 +13,7 @@ import toolwire.tools
 
 PROTOCOL_ALL = [
     "EVENT_TYPES",
+    "KNOWN_HISTORIES",
     "TERMINAL_EVENT_TYPES",
     "AdditionalToolsItem",
     "CallItem",
@@ -35,12 +36,15 @@ PROTOCOL_ALL = [
     "FunctionCallOutputItem",
     "FunctionTool",
     "GrammarFormat",
+    "HistoryLink",
     "HostedTool",
     "InputFile",
     "InputImage",
     "InputText",
     "Item",
     "ItemReference",
+    "KnownHistories",
+    "KnownHistory",
     "LocalShellCallItem",
     "MessageItem",
     "NamespaceTool",

@@ -61,6 +61,13 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
             assert re.search(relay_row + rf"{NUMBER} % \| \+?{NUMBER} ms \|", report, re.M), (writes, body)
             assert re.search(relay_row + rf"{NUMBER} µs \| {NUMBER} µs \| {NUMBER} % \|$", report, re.M), (writes, body)
     assert re.search(rf"\| gateway RSS with \d+ open streams[^|]*\| {NUMBER} MB \|", report)
+    # long sessions: a row per history length, the core's cost per turn, the cache's memory
+    assert re.search(r"\| added p50 latency, 1 connection, a session of 800\+ tool turns", report)
+    for turns in (0, 50, 200, 800):
+        assert re.search(rf"^\| {turns}-{turns + 7} \| {NUMBER} kB \| \d+ \| {NUMBER} kB \| {NUMBER} ms \| "
+                         rf"{NUMBER} ms \| \*\*[-+]{NUMBER} ms\*\* \|", report, re.M), turns
+        assert re.search(rf"^\| {turns} \| {NUMBER} kB \| {NUMBER} µs \|", report, re.M), turns
+    assert re.search(rf"\*\*{NUMBER} MB per session kept\*\*", report)
     assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
 
     results = json.loads((work / "results.json").read_text())
@@ -85,6 +92,13 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
         assert row["parse_us"] > 0 and row["translate_us"] > 0
     for row in results["core"]["streams"]:
         assert row["feed_us_per_chunk"] > 0
+    sessions = results["history"]
+    assert [row["turns"] for row in sessions["rows"]] == [0, 50, 200, 800]
+    for row in sessions["rows"]:
+        for target in ("direct", "toolwire"):
+            assert row[target]["requests"] > 0 and row[target]["errors"] == 0, (row["turns"], target)
+    assert sessions["memory"]["entries"] == sessions["memory"]["sessions"] == 2
+    assert sessions["memory"]["continued"] == 2  # each session's second request continued its first
     memory = results["memory"]
     assert memory["opened"] == memory["streams"] > 0
     assert memory["with_streams_mb"] > memory["baseline_mb"] > 0

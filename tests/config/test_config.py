@@ -43,6 +43,7 @@ def test_the_documented_example_loads() -> None:
     [
         (("port = 8787", "port = 99999"), "toolwire.toml:3: server.port:"),
         (("port = 8787", "prot = 8787"), "toolwire.toml:3: server.prot: Extra inputs are not permitted"),
+        (("port = 8787", "history_cache_bytes = -1"), "toolwire.toml:3: server.history_cache_bytes: Input should be greater"),
         (('kind = "chat"', 'kind = "chatty"'), "toolwire.toml:7: upstreams[0].kind: unknown kind 'chatty' (known: chat, responses, anthropic, mock)"),
         (('kind = "chat"', 'kind = "responses"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepseek' for kind 'responses'"),
         (('preset = "deepseek"', 'preset = "deepsea"'), "toolwire.toml:10: upstreams[0].preset: unknown preset 'deepsea'"),
@@ -71,6 +72,12 @@ def test_tool_call_text_is_set_per_upstream(setting: str) -> None:
     config = parse_config(EXAMPLE.replace('preset = "deepseek"', f'preset = "deepseek"\ntool_call_text = "{setting}"'))
     assert config.upstream("deepseek").tool_call_text == setting
     assert config.upstream("local").tool_call_text == "auto"
+
+
+def test_the_history_cache_is_sized_in_bytes() -> None:
+    assert parse_config(EXAMPLE).server.history_cache_bytes == 128 * 1024 * 1024
+    off = parse_config(EXAMPLE.replace("port = 8787", "port = 8787\nhistory_cache_bytes = 0"))
+    assert off.server.history_cache_bytes == 0
 
 
 def test_upstream_shortcuts() -> None:

@@ -103,6 +103,13 @@ def serve(
     inspector: Annotated[
         bool | None, typer.Option("--inspector/--no-inspector", help="Serve the web inspector at /ui; it keeps recent traffic in memory [off].")
     ] = None,
+    history_cache_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory for the histories of recent conversations, so that each turn only parses and translates "
+            "what is new (0: none) [128 MiB]."
+        ),
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,
     client_header_timeout: Annotated[
         float | None, typer.Option(help="Seconds a request's head may take to arrive (408 past it) [10].")
@@ -170,6 +177,7 @@ def serve(
         "capture_dir": str(capture) if capture is not None else None,
         "capture_max_bytes": capture_max_bytes,
         "inspector": inspector,
+        "history_cache_bytes": history_cache_bytes,
         "insecure_no_auth": True if insecure_no_auth else None,
         "client_header_timeout": client_header_timeout,
         "max_header_bytes": max_header_bytes,

@@ -19,8 +19,7 @@ DEFAULT_CAPTURE_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_CAPTURE_KEEP = 10
 DEFAULT_INSPECTOR_MAX_EXCHANGES = 200
 DEFAULT_INSPECTOR_MAX_BYTES = 64 * 1024 * 1024
-# What one upstream answer may make the gateway hold: twelve times the longest SSE line
-# a model's largest answer makes (bench/answer_sizes.py), a non-streamed body twice that.
+DEFAULT_HISTORY_CACHE_BYTES = 128 * 1024 * 1024
 
 
 class _Strict(BaseModel):
@@ -80,6 +79,11 @@ class ServerConfig(_Strict):
     upstream_max_event_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_EVENT_BYTES, ge=1024)
     upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1024)
     upstream_max_stream_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_STREAM_BYTES, ge=1024)
+    # The histories of recent conversations, kept so that a request resending one (Codex
+    # sends the whole conversation every turn) is parsed and translated only past it
+    # (toolwire.protocol.KNOWN_HISTORIES): at most this many bytes, as estimated (an
+    # 800-turn, 1.4 MB Codex session takes about 14 MB); 0 keeps none.
+    history_cache_bytes: int = Field(default=DEFAULT_HISTORY_CACHE_BYTES, ge=0)
 
     @property
     def ws_message_limit(self) -> int:

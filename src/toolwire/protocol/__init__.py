@@ -2,7 +2,8 @@
 
 Items and tool definitions are pydantic models decoded once at the edge and dumped back
 losslessly; stream events and Chat Completions shapes are TypedDicts built on the hot
-path. Nothing here does I/O.
+path. Nothing here does I/O. A body that resends a history seen before is decoded only
+past it (``KNOWN_HISTORIES``, bounded; ``ResponsesRequest.history``).
 """
 
 from ._base import WireModel
@@ -18,6 +19,7 @@ from ._chat import (
     ChatUsage,
 )
 from ._events import EVENT_TYPES, TERMINAL_EVENT_TYPES, StreamEvent, parse_event
+from ._history import KNOWN_HISTORIES, HistoryLink, KnownHistories, KnownHistory
 from ._items import (
     AdditionalToolsItem,
     CallItem,
@@ -64,6 +66,7 @@ from ._tools import (
 
 __all__ = [
     "EVENT_TYPES",
+    "KNOWN_HISTORIES",
     "TERMINAL_EVENT_TYPES",
     "AdditionalToolsItem",
     "CallItem",
@@ -86,12 +89,15 @@ __all__ = [
     "FunctionCallOutputItem",
     "FunctionTool",
     "GrammarFormat",
+    "HistoryLink",
     "HostedTool",
     "InputFile",
     "InputImage",
     "InputText",
     "Item",
     "ItemReference",
+    "KnownHistories",
+    "KnownHistory",
     "LocalShellCallItem",
     "MessageItem",
     "NamespaceTool",

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from toolwire.errors import RequestError
 
 from ._base import WireModel
 from ._depth import MAX_JSON_DEPTH, check_depth, depth_error
 from ._errors import request_error_from
+from ._history import KNOWN_HISTORIES, HistoryLink
 from ._items import Item
 from ._tool_cache import BodyToolLists
 from ._tools import ToolSpec
@@ -40,6 +41,23 @@ class ResponsesRequest(WireModel):
     include: list[str] | None = None
     user: str | None = None
 
+    _history: HistoryLink | None = PrivateAttr(default=None)
+
+    def history(self) -> HistoryLink | None:
+        """How this request's items continue a known history (``_history``), if they do:
+        None once ``input`` is not the list it was parsed with."""
+        link = self._history
+        return link if link is not None and link.input is self.input else None
+
+    def link_history(self, link: HistoryLink) -> None:
+        self._history = link
+
+    def __eq__(self, other: object) -> bool:
+        """Requests are equal when their fields are; how they were parsed does not count."""
+        if not isinstance(other, ResponsesRequest):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and (self.__pydantic_extra__ or {}) == (other.__pydantic_extra__ or {})
+
     def input_items(self) -> list[Item]:
         """``input`` as items; a plain string input is one user message."""
         if isinstance(self.input, str):
@@ -56,8 +74,14 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
     deeper than ``MAX_JSON_DEPTH`` or any invalid field (its path in ``param``).
 
     A tool list seen before is not validated again: its specs are shared with the
-    earlier requests that declared it (``_tool_cache``; bodies given as JSON only).
+    earlier requests that declared it (``_tool_cache``; bodies given as JSON only). A body
+    that resends a history seen before is only decoded and validated past it
+    (``_history``; bodies given as bytes).
     """
+    if isinstance(body, bytes):
+        continued = KNOWN_HISTORIES.parse_continued(body, _validated)
+        if continued is not None:
+            return continued
     if isinstance(body, dict):
         data: Any = body
     else:
@@ -67,7 +91,19 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
             raise _not_json(body, exc) from exc
     if not isinstance(data, dict):
         raise RequestError("The request body must be a JSON object.", code="invalid_json")
-    tool_lists = None if data is body else BodyToolLists.find(data)
+    if data is body:
+        check_depth(data)
+        return _model(data)
+    request = _validated(data)
+    if isinstance(body, bytes):
+        KNOWN_HISTORIES.learn(body, data, request)
+    return request
+
+
+def _validated(data: dict[str, Any]) -> ResponsesRequest:
+    """A body decoded from JSON as a request: its depth checked, the tool lists seen before
+    reused (then the new ones kept), validated."""
+    tool_lists = BodyToolLists.find(data)
     if tool_lists is None:
         check_depth(data)
     else:
@@ -76,13 +112,17 @@ def parse_request(body: bytes | str | dict[str, Any]) -> ResponsesRequest:
         except orjson.JSONEncodeError as exc:
             check_depth(data)  # the error the whole body gives: a part failed, so it fails
             raise depth_error(exc) from exc
-    try:
-        request = ResponsesRequest.model_validate(data)
-    except ValidationError as exc:
-        raise request_error_from(exc) from exc
+    request = _model(data)
     if tool_lists is not None:
         tool_lists.remember(request)
     return request
+
+
+def _model(data: dict[str, Any]) -> ResponsesRequest:
+    try:
+        return ResponsesRequest.model_validate(data)
+    except ValidationError as exc:
+        raise request_error_from(exc) from exc
 
 
 def _not_json(body: bytes | str, exc: orjson.JSONDecodeError) -> RequestError:

@@ -16,6 +16,7 @@ from toolwire.codex_config import DEFAULT_CONTEXT_WINDOW, CodexModel
 from toolwire.compaction import compaction_key_for
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
+from toolwire.protocol import KNOWN_HISTORIES
 from toolwire.store import open_store
 
 from ._app import create_app
@@ -46,6 +47,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         if key_store is not None or client_keys or admin_keys
         else None
     )
+    KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, server.history_cache_bytes)
     observed = observability(
         config, client_keys=client_keys, admin_keys=admin_keys, requires_key=gate.requires_key if gate else None
     )

@@ -176,19 +176,43 @@ def _declared_tool_lists(request: ResponsesRequest) -> _DeclaredToolLists:
         declared.append((None, request.tools))
     if not isinstance(request.input, list):
         return declared
-    for item_index, item in enumerate(request.input):
-        # The exact classes parsing makes: isinstance on a pydantic model goes through its
-        # metaclass (~0.2 us), and this runs for every item of a long history.
+    for item_index in _items_with_tools(request):
+        item = request.input[item_index]
         if type(item) is AdditionalToolsItem or type(item) is ToolSearchOutputItem:
             specs = item.tools
         else:
-            extra = item.__pydantic_extra__  # a plain dict: getattr on a pydantic model is slow
-            if not extra or "tools" not in extra:
-                continue
-            specs = _raw_tools(extra["tools"], item_index)
+            specs = _raw_tools(cast("dict[str, Any]", item.__pydantic_extra__)["tools"], item_index)
         if specs:
             declared.append((item_index, specs))
     return declared
+
+
+_ITEMS_WITH_TOOLS = "items with tools"
+
+
+def _items_with_tools(request: ResponsesRequest) -> tuple[int, ...]:
+    """The indices of the input items that carry a ``tools`` field. Those of a history
+    the request continues were found by the request before (``protocol._history``),
+    which keeps a long history from being walked again on every turn."""
+    items = cast("list[Any]", request.input)
+    link = request.history()
+    known: tuple[int, ...] | None = None
+    if link is not None and link.continues is not None:
+        known = link.continues.derived.get(_ITEMS_WITH_TOOLS)
+    start = link.known if link is not None and known is not None else 0
+    found = [*(known or ()), *(index for index in range(start, len(items)) if _has_tools(items[index]))]
+    if link is not None and link.own is not None:
+        link.own.derived[_ITEMS_WITH_TOOLS] = tuple(found)
+    return tuple(found)
+
+
+def _has_tools(item: Any) -> bool:
+    # The exact classes parsing makes: isinstance on a pydantic model goes through its
+    # metaclass (~0.2 us), and this runs for every item of a long history.
+    if type(item) is AdditionalToolsItem or type(item) is ToolSearchOutputItem:
+        return True
+    extra = item.__pydantic_extra__  # a plain dict: getattr on a pydantic model is slow
+    return bool(extra) and "tools" in extra
 
 
 def _raw_tools(tools: Any, item_index: int) -> list[ToolSpec]:

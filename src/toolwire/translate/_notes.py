@@ -38,6 +38,15 @@ class Notes:
     def conversions(self) -> list[str]:
         return list(self._conversions)
 
+    def __bool__(self) -> bool:
+        """Whether anything was noted."""
+        return bool(self._warnings or self._conversions)
+
+    def copy(self) -> Notes:
+        copy = Notes()
+        copy.extend(self)
+        return copy
+
     def extend(self, other: Notes) -> None:
         """Note everything ``other`` noted, as if it had been noted here, in its order."""
         for what, details in other._warnings.items():

@@ -83,6 +83,17 @@ class UpstreamToolTable(ToolIndex[UpstreamTool]):
         tool = self._by_pair.get((namespace or None, name))
         return tool.upstream_name if tool is not None else flat_name(ToolName(namespace, name))
 
+    def names_agree(self, other: UpstreamToolTable) -> bool:
+        """Whether ``upstream_name_of`` gives the same name in both tables, for any tool
+        (the names a translated history calls its tools by hold for the other table)."""
+        if other is self:
+            return True
+        mine, theirs = self._by_pair, other._by_pair
+        # a tool only one table declares is named by the other as any undeclared one
+        return all(
+            self.upstream_name_of(*pair) == other.upstream_name_of(*pair) for pair in mine.keys() | theirs.keys()
+        )
+
 
 def flat_name(tool_name: ToolName) -> str:
     """``ToolName("collaboration", "list_agents")`` -> ``collaboration__list_agents``.

@@ -21,6 +21,10 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
                                                        ``client_header_timeout``,
                                                        ``ws_max_message_bytes``, ...)
 ``client_connections``                      gauge      state (open, waiting for a request)
+``history_cache_entries``                   gauge      conversation histories kept
+``history_cache_bytes``                     gauge      their estimated memory
+``history_continued_total``                 counter    bodies parsed past a kept history
+``history_learned_total``                   counter    histories learned from whole bodies
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -59,11 +63,13 @@ from prometheus_client import (
     ProcessCollector,
 )
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from toolwire.protocol import KNOWN_HISTORIES, KnownHistories
 
 from .._connections import CONNECTIONS_COLLECTOR
 from .._exchange import Exchange
@@ -160,6 +166,7 @@ class MetricsObserver:
         r.register(_InProgressCollector(self._in_progress))
         r.register(LIMITS_TRIPPED)
         r.register(CONNECTIONS_COLLECTOR)
+        r.register(_HistoryCollector(KNOWN_HISTORIES))
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
@@ -249,3 +256,28 @@ class _InProgressCollector(Collector):
         exchanges = list(self._in_progress.values())
         yield GaugeMetricFamily(*self._OPEN_STREAMS, value=sum(e.stream for e in exchanges))
         yield GaugeMetricFamily(*self._IN_PROGRESS, value=len(exchanges))
+
+
+class _HistoryCollector(Collector):
+    """The kept conversation histories (``toolwire.protocol.KNOWN_HISTORIES``), when scraped."""
+
+    _ENTRIES = ("toolwire_history_cache_entries", "Conversation histories kept.")
+    _BYTES = ("toolwire_history_cache_bytes", "The estimated memory of the kept conversation histories.")
+    _CONTINUED = ("toolwire_history_continued", "Request bodies parsed past a kept history.")
+    _LEARNED = ("toolwire_history_learned", "Histories learned from request bodies parsed whole.")
+
+    def __init__(self, histories: KnownHistories) -> None:
+        self._histories = histories
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(*self._ENTRIES)
+        yield GaugeMetricFamily(*self._BYTES)
+        yield CounterMetricFamily(*self._CONTINUED)
+        yield CounterMetricFamily(*self._LEARNED)
+
+    def collect(self) -> Iterator[Metric]:
+        histories = self._histories
+        yield GaugeMetricFamily(*self._ENTRIES, value=len(histories))
+        yield GaugeMetricFamily(*self._BYTES, value=histories.weight)
+        yield CounterMetricFamily(*self._CONTINUED, value=histories.continued)
+        yield CounterMetricFamily(*self._LEARNED, value=histories.learned)

@@ -10,12 +10,23 @@
 * Reasoning items ride on the following assistant message, in the backend's field
   (the text sealed in toolwire's envelope is opened; a foreign blob is never sent).
 * A tool search's output lists what it loaded by the names the backend calls the tools.
+
+The builder walks the items, then finishes (closes the open turn, merges the system
+texts). Its state after a walk can be saved (``SavedBuild``) and resumed by the builder
+of a request whose items continue the same ones: it then walks only the new items
+(``_history``). A save is refused when the walk decided something on the absence of an
+item that a later one could supply (an output whose call has not come, a turn closed
+before its outputs): such decisions are only right once every item is known. A save also
+serializes the messages that can no longer change, once (``SerializedMessages``): the
+request that resumes it sends them as those bytes instead of serializing them again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import orjson
 
 from toolwire.errors import RequestError
 from toolwire.protocol import (
@@ -51,6 +62,7 @@ from ..tool_table import UpstreamToolTable, upstream_call_id
 from ._content import assistant_text, image_part, merge_user_content, system_text, user_content
 from .profile import BackendProfile
 
+_MAX_RUNS = 16
 _OutputItem = FunctionCallOutputItem | CustomToolCallOutputItem | ToolSearchOutputItem
 _OUTPUT_ITEM_CLASSES = frozenset({FunctionCallOutputItem, CustomToolCallOutputItem, ToolSearchOutputItem})
 # Items and content parts are told apart by their exact class (``type(item) is
@@ -78,6 +90,44 @@ class _ToolTurn:
     accepts_calls: bool = True  # false once one of its outputs was passed
 
 
+@dataclass(frozen=True, slots=True)
+class SavedBuild:
+    """A builder's state after walking ``walked`` items, before finishing: what the builder
+    of a request continuing those items resumes from. Shared and read-only: a resumed
+    builder copies what it changes (the last message may still change, the rest never).
+    """
+
+    walked: int
+    system: tuple[str, ...]
+    messages: tuple[ChatMessage, ...]
+    defaulted: int  # the first ``defaulted`` messages have every field ``finish`` adds
+    json: tuple[bytes, ...]  # the first ``json_count`` messages serialized: runs, each comma-joined
+    json_count: int
+    turn: _ToolTurn | None  # its message is the last of ``messages``
+    reasoning: tuple[str, ...]
+    reasoning_at: tuple[str, ...]
+    called: set[str]
+    outputs: dict[str, tuple[int, _OutputItem]]
+    passed_outputs: set[str]
+    emitted_calls: set[str]
+    notes: Notes
+
+
+@dataclass(frozen=True, slots=True)
+class SerializedMessages:
+    """``messages[first : first + count]`` of a translated request, serialized already:
+    ``runs`` of them, each comma-joined (what ``orjson.dumps`` writes between the brackets)."""
+
+    first: int
+    count: int
+    runs: tuple[bytes, ...]
+
+    def for_the_wire(self, messages: list[ChatMessage]) -> list[Any]:
+        """``messages`` with the serialized ones replaced by their runs (``orjson.Fragment``):
+        orjson writes the same bytes, copying the runs instead of serializing again."""
+        return [*messages[: self.first], *map(orjson.Fragment, self.runs), *messages[self.first + self.count :]]
+
+
 @dataclass(slots=True)
 class _Call:
     """A call item in Chat terms, and the conversion that sending it as a function call is."""
@@ -103,11 +153,20 @@ class MessageBuilder:
         table: UpstreamToolTable,
         profile: BackendProfile,
         notes: Notes,
+        saved: SavedBuild | None = None,
     ) -> None:
+        """``saved``: the state after walking the first ``saved.walked`` of the request's
+        items, for this table and profile, with ``notes`` empty (``_history`` checks)."""
         self._items = request.input_items()
         self._table = table
         self._profile = profile
         self._notes = notes
+        self._walked = 0
+        self._defaulted = 0
+        self._json: tuple[bytes, ...] = ()  # the first _json_count messages, serialized
+        self._json_count = 0
+        # False once the walk decided something on an item's absence (see the module).
+        self._savable = True
         self._system: list[str] = [request.instructions] if request.instructions else []
         self._messages: list[ChatMessage] = []
         self._turn: _ToolTurn | None = None
@@ -117,31 +176,113 @@ class MessageBuilder:
         self._outputs: dict[str, tuple[int, _OutputItem]] = {}
         self._passed_outputs: set[str] = set()
         self._emitted_calls: set[str] = set()
+        if saved is not None:
+            self._resume(saved)
 
     def build(self) -> list[ChatMessage]:
-        calls = self._index_calls_and_outputs()
-        for index, item in enumerate(self._items):
-            call = calls[index]
+        self.walk()
+        return self.finish()
+
+    def walk(self) -> None:
+        """Handle the items not walked yet, in order."""
+        start = self._walked
+        calls = self._index_calls_and_outputs(start)
+        for index in range(start, len(self._items)):
+            call = calls[index - start]
             if call is not None:
                 self._on_call(index, call)
             else:
-                self._on_item(index, item)
+                self._on_item(index, self._items[index])
+        self._walked = len(self._items)
+
+    def finish(self) -> list[ChatMessage]:
+        """The messages: the open turn closed, the system texts in one leading message."""
         self._close_turn()
         self._drop_pending_reasoning()
-        field_name = self._profile.reasoning_field
-        if field_name is not None and self._profile.reasoning_on_every_assistant:
-            for message in self._messages:
-                if message.get("role") == "assistant":
-                    cast("dict[str, Any]", message).setdefault(field_name, "")
+        self._add_default_fields(len(self._messages))
         if not self._system:
             return self._messages
         return [{"role": "system", "content": "\n\n".join(self._system)}, *self._messages]
 
-    def _index_calls_and_outputs(self) -> list[_Call | None]:
+    def save(self) -> SavedBuild | None:
+        """The state after ``walk``, before ``finish``, for a request continuing these items;
+        None if a later item could change what the walk decided."""
+        if not self._savable:
+            return None
+        messages = self._messages
+        turn = self._turn
+        stable = max(0, len(messages) - 1)
+        self._add_default_fields(stable)  # what finish would add to messages that no longer change
+        if stable > self._json_count:  # and they no longer change: serialized once for all
+            self._json = (*self._json, orjson.dumps(messages[self._json_count : stable])[1:-1])
+            self._json_count = stable
+            if len(self._json) > _MAX_RUNS:  # one fragment costs what copying ~50 kB does
+                self._json = (b",".join(self._json),)
+        if messages:
+            last = _own_copy(messages[-1])
+            messages = [*messages[:-1], last]
+            if turn is not None:
+                turn = _ToolTurn(last, last["tool_calls"], list(turn.calls), set(turn.awaiting), turn.accepts_calls)
+        return SavedBuild(
+            walked=self._walked,
+            system=tuple(self._system),
+            messages=tuple(messages),
+            defaulted=stable,
+            json=self._json,
+            json_count=self._json_count,
+            turn=turn,
+            reasoning=tuple(self._reasoning),
+            reasoning_at=tuple(self._reasoning_at),
+            # finish only reads these: handed over as they are
+            called=self._called,
+            outputs=self._outputs,
+            passed_outputs=self._passed_outputs,
+            emitted_calls=self._emitted_calls,
+            notes=self._notes.copy(),
+        )
+
+    def _resume(self, saved: SavedBuild) -> None:
+        self._walked = saved.walked
+        self._defaulted = saved.defaulted
+        self._json, self._json_count = saved.json, saved.json_count
+        self._system = list(saved.system)
+        self._messages = list(saved.messages)
+        if self._messages:
+            last = self._messages[-1] = _own_copy(self._messages[-1])
+            if saved.turn is not None:
+                turn = saved.turn
+                self._turn = _ToolTurn(last, last["tool_calls"], list(turn.calls), set(turn.awaiting), turn.accepts_calls)
+        self._reasoning = list(saved.reasoning)
+        self._reasoning_at = list(saved.reasoning_at)
+        self._called = set(saved.called)
+        self._outputs = dict(saved.outputs)
+        self._passed_outputs = set(saved.passed_outputs)
+        self._emitted_calls = set(saved.emitted_calls)
+        self._notes.extend(saved.notes)
+
+    def serialized(self) -> SerializedMessages | None:
+        """After ``finish``: what of its messages is serialized already, if anything."""
+        if not self._json:
+            return None
+        return SerializedMessages(1 if self._system else 0, self._json_count, self._json)
+
+    def _add_default_fields(self, up_to: int) -> None:
+        """Give the messages before ``up_to`` (not done yet) the fields every assistant
+        message carries for this backend."""
+        field_name = self._profile.reasoning_field
+        if field_name is not None and self._profile.reasoning_on_every_assistant:
+            for message in self._messages[self._defaulted : up_to]:
+                if message.get("role") == "assistant":
+                    cast("dict[str, Any]", message).setdefault(field_name, "")
+        self._defaulted = max(self._defaulted, up_to)
+
+    def _index_calls_and_outputs(self, start: int) -> list[_Call | None]:
         """Note which call ids have a call and where each call's output is; the call each
-        item makes (None for an item that is no call)."""
+        item from ``start`` on makes (None for an item that is no call)."""
         calls: list[_Call | None] = []
-        for index, item in enumerate(self._items):
+        items = self._items
+        for index in range(start, len(items)):
+            item = items[index]
             call = _call_of(item)
             calls.append(call)
             if call is not None:
@@ -261,6 +402,8 @@ class MessageBuilder:
 
     def _on_output(self, index: int, call_id: str | None) -> None:
         if call_id is None or call_id not in self._called:
+            if call_id is not None:
+                self._savable = False  # its call may come later
             self._notes.warn(
                 "tool outputs without a matching call dropped", f"input[{index}] ({call_id})"
             )
@@ -289,6 +432,7 @@ class MessageBuilder:
         for call in turn.calls:
             entry = self._outputs.get(call.call_id)
             if entry is None:
+                self._savable = False  # its output may come later
                 content = "aborted"
                 self._notes.convert('missing tool outputs replaced by "aborted"')
             else:
@@ -360,6 +504,14 @@ class MessageBuilder:
             self._notes.warn("reasoning without a following assistant message dropped", where)
         self._reasoning.clear()
         self._reasoning_at.clear()
+
+
+def _own_copy(message: ChatMessage) -> ChatMessage:
+    """A copy of ``message`` that can change without changing it (its tool calls too)."""
+    copy = cast("dict[str, Any]", dict(message))
+    if "tool_calls" in copy:
+        copy["tool_calls"] = list(copy["tool_calls"])
+    return cast("ChatMessage", copy)
 
 
 def _call_of(item: Item) -> _Call | None:

@@ -5,7 +5,9 @@ dict out. It follows the reference's translation table and message algorithm
 (``responses-and-chat-completions.md`` §8.1-§8.2), in three parts:
 
 * the messages, from the input items (``_messages``, with the parts' content in
-  ``_content``);
+  ``_content``); for a request that continues a known history, only from its new items
+  (``_history``): the messages of the history are shared with the requests before and
+  after it, so nothing may change a translated request's messages;
 * the tools and ``tool_choice`` (``_tools``): flat names from ``UpstreamToolTable``, a
   custom (freeform) tool as a function with one string parameter ``input``, hosted tools
   not sent; derived once per tool catalog, which requests declaring the same tools share;
@@ -19,7 +21,9 @@ that cannot be translated raises ``RequestError`` naming the place
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
@@ -28,7 +32,8 @@ from toolwire.tools import ConfigurationError, ToolCatalog
 from .._notes import Notes
 from ..tool_table import UpstreamToolTable
 from ._fields import add_generation_fields
-from ._messages import MessageBuilder
+from ._history import build_messages
+from ._messages import SerializedMessages
 from ._tools import DeclaredTools, chat_tools_for, resolve_tool_choice
 from .profile import GENERIC, BackendProfile
 
@@ -49,6 +54,17 @@ class TranslatedRequest:
     tools: UpstreamToolTable
     warnings: list[str] = field(default_factory=list)
     conversions: list[str] = field(default_factory=list)
+    serialized: SerializedMessages | None = None
+    """What of ``chat``'s messages a kept history serialized already (``wire_body``)."""
+
+    def wire_body(self) -> Mapping[str, Any]:
+        """``chat`` to serialize with orjson: the same JSON, the messages of a kept history
+        embedded as the bytes they were serialized to once (``orjson.Fragment``, each a run
+        of messages), so a long history is not serialized again with every turn. For
+        sending, not reading."""
+        if self.serialized is None:
+            return self.chat
+        return {**self.chat, "messages": self.serialized.for_the_wire(self.chat["messages"])}
 
 
 def translate_request(
@@ -70,10 +86,8 @@ def translate_request(
     table = declared.table
     choice = resolve_tool_choice(request.tool_choice, table)
 
-    chat: ChatRequest = {
-        "model": model if model is not None else request.model,
-        "messages": MessageBuilder(request, table, profile, notes).build(),
-    }
+    messages, serialized = build_messages(request, table, profile, notes)
+    chat: ChatRequest = {"model": model if model is not None else request.model, "messages": messages}
     notes.extend(declared.hosted_notes)
     if choice.allowed is None:
         tools = list(declared.chat_tools)
@@ -89,4 +103,4 @@ def translate_request(
     elif choice.value not in (None, "auto", "none"):
         notes.warn("tool_choice not sent: no tool can be sent to this backend")
     add_generation_fields(chat, request, profile, notes)
-    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions())
+    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions(), serialized)

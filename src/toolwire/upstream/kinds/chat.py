@@ -34,8 +34,11 @@ def prepare_chat(
     upstream_model: str,
     response_id: str,
     created_at: int,
+    for_the_wire: bool = False,
 ) -> UpstreamCall:
-    """``request`` as a Chat Completions request for a backend described by ``profile``."""
+    """``request`` as a Chat Completions request for a backend described by ``profile``;
+    ``for_the_wire``: a body only ever serialized (``TranslatedRequest.wire_body``: the
+    messages of a kept history are not serialized again), not read."""
     translated = translate_request(request, profile, model=upstream_model)
     machine = ChatStreamTranslator(
         request,
@@ -45,7 +48,8 @@ def prepare_chat(
         model=request.model,
         tool_call_text=profile.tool_call_text,
     )
-    return UpstreamCall(translated.chat, machine, translated.warnings, list(translated.conversions))
+    body = translated.wire_body() if for_the_wire else translated.chat
+    return UpstreamCall(body, machine, translated.warnings, list(translated.conversions))
 
 
 class ChatBackend(HttpBackend):
@@ -59,7 +63,12 @@ class ChatBackend(HttpBackend):
         self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
     ) -> UpstreamCall:
         return prepare_chat(
-            request, self.profile, upstream_model=upstream_model, response_id=response_id, created_at=created_at
+            request,
+            self.profile,
+            upstream_model=upstream_model,
+            response_id=response_id,
+            created_at=created_at,
+            for_the_wire=True,
         )
 
     @asynccontextmanager

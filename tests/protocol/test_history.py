@@ -1,0 +1,289 @@
+"""Known histories: a body resending a history seen before is parsed only past it, and
+nothing else changes.
+
+What must hold: the request is equal to the one parsing the whole body gives (fields,
+items, dump), the history is really continued where it can be (``history().known``),
+any body that is unusual in any way (edited, truncated, a repeated ``input`` key, a
+trailing comma, written otherwise than orjson writes it) is parsed whole, and errors
+are the whole body's, with their exact place. The cache is bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.errors import RequestError
+from toolwire.protocol import KNOWN_HISTORIES, KnownHistories, ResponsesRequest, parse_request
+from toolwire.protocol._depth import MAX_JSON_DEPTH
+
+TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def call(n: int) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": f"c{n}", "name": "exec_command", "arguments": '{"cmd":"ls"}'}
+
+
+def output(n: int, text: str = "a.txt\nb.txt\n") -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": f"c{n}", "output": text}
+
+
+def turns(count: int) -> list[dict[str, Any]]:
+    items = [user("list the files")]
+    for n in range(count):
+        items += [call(n), output(n)]
+    return items
+
+
+def body(items: list[Any], **fields: Any) -> bytes:
+    """A body as Codex writes it: model and stream first, the input, then the rest."""
+    return orjson.dumps({"model": "m", "stream": True, "input": items, "tools": TOOLS, **fields})
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> Iterator[KnownHistories]:
+    KNOWN_HISTORIES.clear()
+    yield KNOWN_HISTORIES
+    KNOWN_HISTORIES.configure(256, 128 * 1024 * 1024)
+    KNOWN_HISTORIES.clear()
+
+
+def whole(raw: bytes) -> ResponsesRequest:
+    """The request parsing ``raw`` whole gives (no known history, no kept tool lists)."""
+    return parse_request(orjson.loads(raw))
+
+
+def known(request: ResponsesRequest) -> int:
+    link = request.history()
+    assert link is not None
+    return link.known
+
+
+def assert_same(raw: bytes) -> ResponsesRequest:
+    request = parse_request(raw)
+    expected = whole(raw)
+    assert request == expected
+    assert request.dump() == expected.dump() == orjson.loads(raw)
+    return request
+
+
+def error_of(raw: bytes | dict[str, Any]) -> tuple[str, str | None, str | None, int]:
+    with pytest.raises(RequestError) as caught:
+        parse_request(raw)
+    return caught.value.message, caught.value.param, caught.value.code, caught.value.status
+
+
+# ---------------------------------------------------------------- a growing conversation
+
+
+def test_each_turn_continues_the_one_before() -> None:
+    continued = KNOWN_HISTORIES.continued
+    previous = 0
+    for count in range(6):
+        request = assert_same(body(turns(count)))
+        assert known(request) == previous
+        previous = len(request.input_items())
+    assert KNOWN_HISTORIES.continued - continued == 5
+    assert len(KNOWN_HISTORIES) == 1  # each turn's history replaces the one it continues
+
+
+def test_a_body_sent_again_continues_its_own_history() -> None:
+    raw = body(turns(3))
+    first = assert_same(raw)
+    again = assert_same(raw)
+    assert known(first) == 0 and known(again) == len(turns(3))
+    assert again.history().continues is first.history().own  # type: ignore[union-attr]
+
+
+def test_the_fields_after_the_input_may_change_freely() -> None:
+    parse_request(body(turns(1), prompt_cache_key="thread-1"))
+    request = assert_same(
+        body(turns(2), tools=[*TOOLS, {"type": "web_search"}], prompt_cache_key="thread-1", client_metadata={"turn": 2})
+    )
+    assert known(request) == len(turns(1))
+    assert request.tools is not None and len(request.tools) == 2
+
+
+def test_histories_are_looked_for_among_those_of_the_same_prompt_cache_key() -> None:
+    for thread in range(20):
+        parse_request(body([user(f"thread {thread}")], prompt_cache_key=f"thread-{thread}"))
+    assert known(assert_same(body([user("thread 7"), user("more")], prompt_cache_key="thread-7"))) == 1
+    # the same history under another key (a fork given a new thread id) is parsed whole
+    assert known(assert_same(body([user("thread 8"), user("more")], prompt_cache_key="thread-9"))) == 0
+    assert known(assert_same(body([user("thread 8"), user("more")]))) == 0  # no key at all
+    parse_request(body([user("no key")]))
+    assert known(assert_same(body([user("no key"), user("more")]))) == 1
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param(lambda items: [user("something else"), *items[1:]], id="first item edited"),
+        pytest.param(lambda items: [*items[:-3], {**items[-3], "arguments": "{}"}, *items[-2:]], id="last call edited"),
+        pytest.param(lambda items: items[:-2], id="truncated"),
+        pytest.param(lambda items: [user("summary of what came before"), *items[-2:]], id="compacted"),
+    ],
+)
+def test_an_edited_or_shorter_history_is_parsed_whole(changed: Any) -> None:
+    parse_request(body(turns(3)))
+    request = assert_same(body([*changed(turns(3)), user("next")]))
+    assert known(request) == 0
+
+
+def test_another_model_or_field_before_the_input_is_another_history() -> None:
+    parse_request(body(turns(2)))
+    assert known(assert_same(body(turns(3), model="other"))) == 0  # "model" is rewritten in place, before the input
+    instructions = orjson.dumps({"model": "m", "instructions": "be brief", "input": turns(3)})
+    assert known(assert_same(instructions)) == 0
+
+
+def test_two_clients_sharing_a_prefix_each_get_their_own_items() -> None:
+    parse_request(body(turns(2)))
+    mine = assert_same(body([*turns(2), user("mine")]))
+    theirs = assert_same(body([*turns(2), user("theirs")]))
+    assert known(mine) == len(turns(2))
+    assert mine.input_items()[-1] != theirs.input_items()[-1]
+
+
+def test_the_longest_known_history_is_continued() -> None:
+    parse_request(body(turns(1)))
+    parse_request(body([*turns(1), user("a fork")]))  # continues turns(1), which it replaces
+    parse_request(body(turns(1)))  # known again, on its own
+    request = assert_same(body([*turns(1), user("a fork"), user("more")]))
+    assert known(request) == len(turns(1)) + 1
+
+
+# ---------------------------------------------------------------- bodies that must be parsed whole
+
+
+def test_a_client_writing_json_otherwise_is_parsed_whole_every_time() -> None:
+    spaced = b'{"model": "m", "input": [' + b", ".join(orjson.dumps(item) for item in turns(2)) + b"]}"
+    for _ in range(2):
+        request = assert_same(spaced)
+        assert request.history() is None
+    escaped = body(turns(2)).replace(b'"list the files"', b'"list the \\u0066iles"')
+    for _ in range(2):
+        assert assert_same(escaped).history() is None
+
+
+def test_a_trailing_comma_after_known_items_is_the_whole_body_error() -> None:
+    parse_request(body(turns(2)))
+    raw = body(turns(2)).replace(b'],"tools"', b',],"tools"', 1)
+    assert raw != body(turns(2))
+    with pytest.raises(RequestError) as caught:
+        parse_request(raw)
+    assert caught.value.code == "invalid_json"
+
+
+def test_a_body_cut_after_known_items_is_the_whole_body_error() -> None:
+    raw = body(turns(2))
+    parse_request(raw)
+    end = raw.index(b',"tools"')
+    for cut in (raw[:end], raw[: end - 1], raw[:end] + b",", raw[:end] + b',{"type"'):
+        with pytest.raises(RequestError) as caught:
+            parse_request(cut)
+        assert caught.value.code == "invalid_json"
+
+
+@pytest.mark.parametrize("key", [b'"input"', b'"\\u0069nput"'])
+def test_a_second_input_key_replaces_the_whole_array_as_it_does_without_the_cache(key: bytes) -> None:
+    parse_request(body(turns(2)))
+    items = turns(3)
+    # the new items repeated, exactly as written, under a second input key
+    new = b",".join(orjson.dumps(item) for item in items[len(turns(2)) :])
+    raw = body(items)[:-1] + b"," + key + b":[" + new + b"]}"
+    request = assert_same(raw)
+    assert len(request.input_items()) == 2
+    assert request.history() is None or known(request) == 0
+
+
+def test_an_invalid_new_item_is_reported_at_its_place_in_the_whole_body() -> None:
+    parse_request(body(turns(2)))
+    bad = {**call(9), "arguments": {"cmd": "ls"}}
+    raw = body([*turns(2), bad])
+    assert error_of(raw) == error_of(orjson.loads(raw))
+    assert error_of(raw)[1] == f"input[{len(turns(2))}].arguments"
+
+
+def test_a_new_item_nested_too_deep_is_the_whole_body_error() -> None:
+    parse_request(body(turns(2)))
+    deep: Any = "x"
+    for _ in range(MAX_JSON_DEPTH):
+        deep = [deep]
+    raw = body([*turns(2), {**output(1), "output": deep}])
+    assert error_of(raw)[2] == "too_deep"
+    assert error_of(raw) == error_of(orjson.loads(raw))
+
+
+def test_items_written_with_any_characters_are_continued() -> None:
+    text = 'quote " backslash \\ newline \n tab \t bell \x07 escape \x1b del \x7f é 漢 \U0001f600 \u2028'
+    parse_request(body([user(text)]))
+    request = assert_same(body([user(text), user(text)]))
+    assert known(request) == 1
+
+
+def test_input_as_the_first_field_and_an_empty_input() -> None:
+    first = orjson.dumps({"input": [], "model": "m"})
+    assert_same(first)
+    assert known(assert_same(first)) == 0  # an empty history continued: nothing new
+    items = orjson.dumps({"input": turns(1), "model": "m"})
+    assert_same(items)
+    assert known(assert_same(orjson.dumps({"input": turns(2), "model": "m"}))) == len(turns(1))
+
+
+def test_a_string_input_has_no_history() -> None:
+    raw = orjson.dumps({"model": "m", "input": "hi"})
+    assert assert_same(raw).history() is None
+    assert assert_same(raw).history() is None
+
+
+def test_a_body_given_as_a_dict_or_str_has_no_history() -> None:
+    parse_request(body(turns(2)))
+    assert parse_request(orjson.loads(body(turns(3)))).history() is None
+    assert parse_request(body(turns(3)).decode()).history() is None
+
+
+def test_items_given_other_items_lose_the_link() -> None:
+    request = parse_request(body(turns(2)))
+    assert request.history() is not None
+    assert request.model_copy(update={"input": turns(1)}).history() is None
+    assert request.model_copy().history() is not None
+
+
+# ---------------------------------------------------------------- bounds
+
+
+def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
+    KNOWN_HISTORIES.configure(max_entries=3, max_bytes=1 << 30)
+    for n in range(5):
+        parse_request(body([user(f"conversation {n}")]))
+    assert len(KNOWN_HISTORIES) == 3
+    KNOWN_HISTORIES.configure(max_entries=100, max_bytes=1 << 30)
+    big = body([user("x" * 10_000)])
+    parse_request(big)
+    weight = KNOWN_HISTORIES.weight
+    KNOWN_HISTORIES.configure(max_entries=100, max_bytes=weight - 1)
+    assert KNOWN_HISTORIES.weight <= weight - 1
+    parse_request(body([user("y" * 200_000)]))  # heavier than the whole cache: not kept
+    assert KNOWN_HISTORIES.weight <= weight - 1
+
+
+def test_a_cache_of_no_bytes_keeps_nothing() -> None:
+    KNOWN_HISTORIES.configure(max_entries=100, max_bytes=0)
+    for _ in range(2):
+        assert assert_same(body(turns(2))).history() is None
+    assert len(KNOWN_HISTORIES) == 0
+
+
+def test_requests_equal_whatever_their_history() -> None:
+    raw = body(turns(2))
+    learned, continued = parse_request(raw), parse_request(raw)
+    assert learned.history() != continued.history()
+    assert learned == continued == whole(raw)
