@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -93,11 +93,7 @@ class FunctionToolHandler(ToolHandler):
     """A JSON-arguments tool: ``run`` gets the arguments as a dict."""
 
     async def handle(self, invocation: Invocation) -> ToolOutput:
-        payload = invocation.payload
-        if not isinstance(payload, FunctionPayload):
-            raise FatalRuntimeError(
-                f"tool {invocation.tool_name} invoked with incompatible payload"
-            )
+        payload = _payload(invocation, FunctionPayload)
         return await self.run(parse_arguments(payload.arguments), invocation.context)
 
     @abstractmethod
@@ -108,15 +104,23 @@ class CustomToolHandler(ToolHandler):
     """A freeform tool: ``run`` gets the raw input text."""
 
     async def handle(self, invocation: Invocation) -> ToolOutput:
-        payload = invocation.payload
-        if not isinstance(payload, CustomPayload):
-            raise FatalRuntimeError(
-                f"tool {invocation.tool_name} invoked with incompatible payload"
-            )
+        payload = _payload(invocation, CustomPayload)
         return await self.run(payload.input, invocation.context)
 
     @abstractmethod
     async def run(self, text: str, context: ToolContext) -> ToolOutput: ...
+
+
+PayloadT = TypeVar("PayloadT", FunctionPayload, CustomPayload)
+
+
+def _payload(invocation: Invocation, kind: type[PayloadT]) -> PayloadT:
+    """The invocation's payload, which must be of the handler's ``kind`` (Codex's own
+    message when it is not: a call of one kind can never run a tool of another)."""
+    payload = invocation.payload
+    if not isinstance(payload, kind):
+        raise FatalRuntimeError(f"tool {invocation.tool_name} invoked with incompatible payload")
+    return payload
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:

@@ -54,30 +54,20 @@ def assistant_message(text: str, *, item_id: str = "msg_1") -> dict[str, Any]:
 def function_call(
     name: str, arguments: str, call_id: str, *, namespace: str | None = None
 ) -> dict[str, Any]:
-    item = {
-        "id": f"fc_{call_id}",
-        "type": "function_call",
-        "status": "completed",
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-    }
-    if namespace is not None:
-        item["namespace"] = namespace
-    return item
+    return _call_item("function_call", f"fc_{call_id}", call_id, name, namespace, arguments=arguments)
 
 
 def custom_tool_call(
     name: str, text: str, call_id: str, *, namespace: str | None = None
 ) -> dict[str, Any]:
-    item = {
-        "id": f"ctc_{call_id}",
-        "type": "custom_tool_call",
-        "status": "completed",
-        "call_id": call_id,
-        "name": name,
-        "input": text,
-    }
+    return _call_item("custom_tool_call", f"ctc_{call_id}", call_id, name, namespace, input=text)
+
+
+def _call_item(
+    kind: str, item_id: str, call_id: str, name: str, namespace: str | None, **payload: str
+) -> dict[str, Any]:
+    """A completed call item; ``payload`` is its ``arguments`` or ``input``."""
+    item = {"id": item_id, "type": kind, "status": "completed", "call_id": call_id, "name": name, **payload}
     if namespace is not None:
         item["namespace"] = namespace
     return item

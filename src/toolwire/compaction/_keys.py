@@ -66,28 +66,42 @@ class ProcessCompactionKey:
         return None
 
 
-class FileCompactionKey:
-    """The key in a file (base64, one line), created beside a SQLite store."""
+class _SharedKey:
+    """A key kept where every gateway of a store finds it: read (or made) once, when this
+    process first needs it, then kept."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self) -> None:
         self._key: bytes | None = None
         self._lock = asyncio.Lock()
-
-    def __repr__(self) -> str:
-        return f"FileCompactionKey({str(self.path)!r})"
 
     async def key(self) -> bytes:
         if self._key is None:
             async with self._lock:
                 if self._key is None:
-                    self._key = await asyncio.to_thread(self._read_or_create)
+                    self._key = await self._read_or_create()
         return self._key
+
+    async def _read_or_create(self) -> bytes:
+        raise NotImplementedError
+
+
+class FileCompactionKey(_SharedKey):
+    """The key in a file (base64, one line), created beside a SQLite store."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"FileCompactionKey({str(self.path)!r})"
 
     async def aclose(self) -> None:
         return None
 
-    def _read_or_create(self) -> bytes:
+    async def _read_or_create(self) -> bytes:
+        return await asyncio.to_thread(self._read_or_create_file)
+
+    def _read_or_create_file(self) -> bytes:
         try:
             return self._read()
         except FileNotFoundError:
@@ -131,7 +145,7 @@ class FileCompactionKey:
         return key
 
 
-class RedisCompactionKey:
+class RedisCompactionKey(_SharedKey):
     """The key in Redis, beside the stored responses (``toolwire:compaction-key``)."""
 
     def __init__(
@@ -141,21 +155,13 @@ class RedisCompactionKey:
         key_prefix: str = DEFAULT_REDIS_KEY_PREFIX,
         socket_timeout: float = 2.0,
     ) -> None:
+        super().__init__()
         self._server = RedisServer(url, what="compaction key store", socket_timeout=socket_timeout)
         self.display_url = self._server.display_url
         self._name = key_prefix + REDIS_KEY_NAME
-        self._key: bytes | None = None
-        self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"RedisCompactionKey({self.display_url!r})"
-
-    async def key(self) -> bytes:
-        if self._key is None:
-            async with self._lock:
-                if self._key is None:
-                    self._key = await self._read_or_create()
-        return self._key
 
     async def aclose(self) -> None:
         await self._server.aclose()

@@ -199,15 +199,46 @@ class HttpEndpoint:
             raise connect_error(self._where, exc) from exc
 
 
+def parse_json_object(data: str) -> JSON:
+    """One SSE ``data`` payload that must be a JSON object (a Chat Completions chunk)."""
+    try:
+        chunk = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise UpstreamProtocolError(f"The upstream sent unparseable stream data: {data[:200]!r}.") from None
+    if not isinstance(chunk, dict):
+        raise UpstreamProtocolError(f"The upstream sent stream data that is not an object: {data[:200]!r}.")
+    return chunk
+
+
 class HttpBackend:
-    """What every HTTP backend shares: one ``HttpEndpoint``, its check, its close."""
+    """What every HTTP backend shares: one ``HttpEndpoint``, streaming from it and fetching
+    whole answers, its check, its close. A kind says how its stream's ``data`` is parsed
+    (``parse_data``) and which object ends it (``is_terminal``; else ``[DONE]`` does)."""
 
     native_compaction: NativeCompaction | None = None
     """The gateway compacts for a backend, unless the backend says it does (``Backend``)."""
 
-    def __init__(self, endpoint: HttpEndpoint) -> None:
+    def __init__(
+        self,
+        endpoint: HttpEndpoint,
+        *,
+        parse_data: Callable[[str], JSON] = parse_json_object,
+        is_terminal: Callable[[JSON], bool] | None = None,
+    ) -> None:
         self._endpoint = endpoint
+        self._parse_data = parse_data
+        self._is_terminal = is_terminal
         self.display_url = endpoint.display_url
+
+    @contextlib.asynccontextmanager
+    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[SSEBatches]:
+        raw = orjson.dumps(body)
+        del body  # not kept alive for as long as the stream is open
+        async with self._endpoint.stream(raw, self._parse_data, self._is_terminal) as batches:
+            yield batches
+
+    async def fetch(self, body: Mapping[str, Any]) -> JSON:
+        return await self._endpoint.post_for_json(orjson.dumps(body))
 
     async def check(self) -> None:
         await self._endpoint.check()
@@ -324,17 +355,6 @@ async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float) -> As
             yield chunk
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise _stream_error(exc, read_timeout) from exc
-
-
-def parse_json_object(data: str) -> JSON:
-    """One SSE ``data`` payload that must be a JSON object (a Chat Completions chunk)."""
-    try:
-        chunk = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise UpstreamProtocolError(f"The upstream sent unparseable stream data: {data[:200]!r}.") from None
-    if not isinstance(chunk, dict):
-        raise UpstreamProtocolError(f"The upstream sent stream data that is not an object: {data[:200]!r}.")
-    return chunk
 
 
 def _release_or_close(response: aiohttp.ClientResponse) -> None:

@@ -12,11 +12,7 @@ only where the preset says the vendor wants it); Anthropic's error bodies and it
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from toolwire.protocol import ResponsesRequest
 from toolwire.translate import (
@@ -27,8 +23,8 @@ from toolwire.translate import (
     translate_messages_request,
 )
 
-from .._base import StreamBatches, UpstreamCall
-from .._http import HttpBackend, HttpEndpoint, endpoint_for, parse_json_object
+from .._base import UpstreamCall
+from .._http import HttpBackend, HttpEndpoint, endpoint_for
 from .._kind import BackendKind, BackendSetup
 
 if TYPE_CHECKING:
@@ -41,7 +37,7 @@ class MessagesBackend(HttpBackend):
     """An Anthropic Messages API over HTTP."""
 
     def __init__(self, endpoint: HttpEndpoint, profile: MessagesProfile) -> None:
-        super().__init__(endpoint)
+        super().__init__(endpoint, is_terminal=_is_terminal)
         self.profile = profile
 
     def prepare(
@@ -52,16 +48,6 @@ class MessagesBackend(HttpBackend):
             request, translated.tools, response_id=response_id, created_at=created_at, model=request.model
         )
         return UpstreamCall(translated.body, machine, translated.warnings, list(translated.conversions))
-
-    @asynccontextmanager
-    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
-        raw = orjson.dumps(body)
-        del body
-        async with self._endpoint.stream(raw, parse_json_object, _is_terminal) as batches:
-            yield batches
-
-    async def fetch(self, body: Mapping[str, Any]) -> JSON:
-        return await self._endpoint.post_for_json(orjson.dumps(body))
 
 
 def _is_terminal(event: JSON) -> bool:

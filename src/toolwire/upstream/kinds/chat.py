@@ -7,18 +7,14 @@ streamed or whole. The connection rules are ``HttpEndpoint``'s.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from toolwire.protocol import ResponsesRequest
 from toolwire.translate import PRESETS, BackendProfile, ChatStreamTranslator, translate_request
 
-from .._base import StreamBatches, UpstreamCall
-from .._http import HttpBackend, HttpEndpoint, endpoint_for, parse_json_object
+from .._base import UpstreamCall
+from .._http import HttpBackend, HttpEndpoint, endpoint_for
 from .._kind import BackendKind, BackendSetup
 
 if TYPE_CHECKING:
@@ -70,16 +66,6 @@ class ChatBackend(HttpBackend):
             created_at=created_at,
             for_the_wire=True,
         )
-
-    @asynccontextmanager
-    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
-        raw = orjson.dumps(body)
-        del body  # not kept alive for as long as the stream is open
-        async with self._endpoint.stream(raw, parse_json_object) as batches:
-            yield batches
-
-    async def fetch(self, body: Mapping[str, Any]) -> JSON:
-        return await self._endpoint.post_for_json(orjson.dumps(body))
 
 
 def _build(upstream: UpstreamConfig, setup: BackendSetup) -> ChatBackend:

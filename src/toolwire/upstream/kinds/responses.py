@@ -12,8 +12,7 @@ with ``supports_compaction`` compacts by itself: ``compaction_trigger`` and its 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ import orjson
 from toolwire.protocol import TERMINAL_EVENT_TYPES, ResponsesRequest, parse_event
 from toolwire.translate import ResponsesCapabilities, ResponsesStreamRestorer, downgrade_request
 
-from .._base import StreamBatches, UpstreamCall
+from .._base import UpstreamCall
 from .._http import HttpBackend, HttpEndpoint, endpoint_for
 from .._kind import BackendKind, BackendSetup
 
@@ -44,7 +43,7 @@ class ResponsesBackend(HttpBackend):
         capabilities: ResponsesCapabilities,
         compact_endpoint: HttpEndpoint | None = None,
     ) -> None:
-        super().__init__(endpoint)
+        super().__init__(endpoint, parse_data=parse_event, is_terminal=_is_terminal)
         self.capabilities = capabilities
         self._compact_endpoint = compact_endpoint
         if capabilities.supports_compaction and compact_endpoint is not None:
@@ -62,16 +61,6 @@ class ResponsesBackend(HttpBackend):
             downgraded, response_id=response_id, created_at=created_at, model=request.model
         )
         return UpstreamCall(body, restorer, downgraded.warnings, list(downgraded.conversions))
-
-    @asynccontextmanager
-    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[StreamBatches]:
-        raw = orjson.dumps(body)
-        del body
-        async with self._endpoint.stream(raw, parse_event, _is_terminal) as batches:
-            yield batches
-
-    async def fetch(self, body: Mapping[str, Any]) -> JSON:
-        return await self._endpoint.post_for_json(orjson.dumps(body))
 
     async def aclose(self) -> None:
         await super().aclose()
