@@ -8,7 +8,7 @@ The shapes follow what the official SDK requires in strict mode: every event has
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, get_args, get_type_hints
 
 import orjson
 
@@ -202,35 +202,13 @@ StreamEvent = (
 )
 """Every Responses stream event a Chat-backed gateway emits (reference §2)."""
 
-EVENT_TYPES = frozenset(
-    {
-        "response.created",
-        "response.in_progress",
-        "response.queued",
-        "response.completed",
-        "response.failed",
-        "response.incomplete",
-        "response.output_item.added",
-        "response.output_item.done",
-        "response.content_part.added",
-        "response.content_part.done",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.refusal.delta",
-        "response.refusal.done",
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-        "response.custom_tool_call_input.delta",
-        "response.custom_tool_call_input.done",
-        "response.reasoning_summary_part.added",
-        "response.reasoning_summary_part.done",
-        "response.reasoning_summary_text.delta",
-        "response.reasoning_summary_text.done",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.done",
-        "error",
-    }
-)
+def _event_types(*events: type) -> frozenset[str]:
+    """The ``type`` values the event TypedDicts declare, read from their annotations."""
+    return frozenset(value for event in events for value in get_args(get_type_hints(event)["type"]))
+
+
+EVENT_TYPES = _event_types(*get_args(StreamEvent))
+"""Every event ``type`` above, once: read from the TypedDicts themselves."""
 
 TERMINAL_EVENT_TYPES = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
