@@ -11,6 +11,9 @@ WebSocket adds the connection's own responses). A request may also ask for no an
 from the model (``generate=False``): its response is created, empty, for a later
 request to continue, and nothing goes upstream.
 
+Every exchange holds a slot under ``max_streams`` while it runs (``StreamSlots``),
+whatever its transport; past the cap the transport is told 503 with ``retry-after``.
+
 The whole exchange runs beside the transport's watch on the client: when the client
 goes away, before the upstream's first byte or mid-stream, the exchange is cancelled at
 once, which closes the upstream connection.
@@ -48,6 +51,7 @@ from ._answer import Answer, Keep, pump
 from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
 from ._history import History, StoreHistory
+from ._limits import StreamSlot, StreamSlots
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._transport import Transport
@@ -69,6 +73,7 @@ class ExchangePipeline:
         self.observers = tuple(observers)
         self.store_history = StoreHistory(settings.store)
         self.compactions = Compactions(settings.compaction_key)
+        self.streams = StreamSlots(settings.max_streams)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
     async def serve(
@@ -80,15 +85,34 @@ class ExchangePipeline:
         history: History | None = None,
         generate: bool = True,
         compact: bool = False,
-    ) -> Exchange:
+        slot: StreamSlot | None = None,
+    ) -> Exchange | None:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
-        through ``transport``; the finished record.
+        through ``transport``; the finished record, or None when it was refused for
+        want of a slot under ``max_streams`` (a 503 with ``retry-after``).
 
         ``history`` is where ``previous_response_id`` is looked up and the response kept
         (the response store by default); a continuation that fails is forgotten there.
         ``generate=False`` creates the response without asking the model. ``compact``: the
-        body is a ``/responses/compact`` request.
+        body is a ``/responses/compact`` request. ``slot``: the one the transport took
+        already (HTTP takes it before reading the body); else the exchange takes its own.
         """
+        slot = slot if slot is not None else self.streams.take()
+        if slot is None:
+            await transport.send_error(self.streams.refusal)
+            return None
+        with slot:
+            return await self._exchange(body, transport, principal, history, generate, compact)
+
+    async def _exchange(
+        self,
+        body: bytes,
+        transport: Transport,
+        principal: Principal | None,
+        history: History | None,
+        generate: bool,
+        compact: bool,
+    ) -> Exchange:
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it only when an observer records traffic
         exchange.key_name = principal.name if principal is not None else None
