@@ -55,7 +55,7 @@ from ._limits import StreamSlot, StreamSlots
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._transport import Transport
-from ._unsampled import UnsampledMachine
+from ._unsampled import UnsampledAnswer
 
 log = logging.getLogger("toolwire.server")
 
@@ -192,7 +192,8 @@ class ExchangePipeline:
             await answer.error(exc)
             return None
         if not generate:
-            return PendingStream(_nothing_upstream(), UnsampledMachine(call.machine), keep)
+            unsampled = UnsampledAnswer(request, response_id=exchange.request_id, created_at=int(exchange.received_at))
+            return PendingStream(_nothing_upstream(), unsampled, keep)
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
         exchange.conversions = [*plan.conversions, *call.conversions]
