@@ -114,6 +114,7 @@ class ConnectionTable:
         self.open = 0
         self._waiting: dict[BoundedHttpToolsProtocol, None] = {}
         self._counted: set[BoundedHttpToolsProtocol] = set()
+        self._websockets: set[DrainingWebSocketProtocol] = set()
 
     @property
     def waiting(self) -> int:
@@ -159,6 +160,20 @@ class ConnectionTable:
 
     def closed(self, connection: BoundedHttpToolsProtocol) -> None:
         self._forget(connection)
+
+    def upgraded(self, connection: BoundedHttpToolsProtocol, websocket: DrainingWebSocketProtocol) -> None:
+        """``connection`` is now ``websocket``: it keeps its place, busy, until the WebSocket
+        closes (the HTTP protocol is let go)."""
+        self._waiting.pop(connection, None)
+        if connection in self._counted:
+            self._counted.discard(connection)
+            self._websockets.add(websocket)
+            websocket.on_connection_lost = functools.partial(self._websocket_closed, websocket)
+
+    def _websocket_closed(self, websocket: DrainingWebSocketProtocol) -> None:
+        if websocket in self._websockets:
+            self._websockets.discard(websocket)
+            self.open -= 1
 
     def _forget(self, connection: BoundedHttpToolsProtocol) -> None:
         self._waiting.pop(connection, None)
@@ -247,7 +262,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().handle_websocket_upgrade()
         upgraded = self.transport.get_protocol()
         if isinstance(upgraded, DrainingWebSocketProtocol):
-            upgraded.on_connection_lost = functools.partial(self._table.closed, self)
+            self._table.upgraded(self, upgraded)
         else:  # a protocol that would not say when it ends: not counted, rather than counted forever
             self._table.closed(self)
 

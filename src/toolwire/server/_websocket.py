@@ -27,7 +27,11 @@ Where it differs from HTTP:
   Responses limit, 60 minutes): it is closed with 1000 once idle, and a message still
   waiting then gets ``websocket_connection_limit_reached`` (which Codex retries on a new
   connection); on shutdown the response in flight finishes (within the grace period)
-  and the connection closes with 1001 (``_uvicorn.DrainingWebSocketProtocol``).
+  and the connection closes with 1001 (``_uvicorn.DrainingWebSocketProtocol``). The
+  connection holds its place under ``max_connections`` until it closes
+  (``_connections``), and each response one under ``max_streams`` while it runs: past
+  that cap a ``response.create`` gets an ``error`` event with status 503 and
+  ``retry-after``, and the connection stays open.
 * The client going away cancels the response in flight, and its upstream request, at
   once, as over HTTP.
 
