@@ -3,11 +3,11 @@ the answer as JSON or SSE out.
 
 The HTTP + SSE transport of the exchange pipeline. ``ResponsesHttpEndpoint`` takes the
 exchange's slot under ``max_streams`` (a 503 with ``retry-after`` past it, the body
-unread), reads the body (bounded) and hands it to the pipeline with an ``SseTransport``, which frames what
-the pipeline says: an error as an OpenAI-shaped JSON body with its status (and
-``retry-after``), a whole Response as JSON, a stream as ``text/event-stream`` with one
-``event:``/``data:`` block per event and one write per batch. The client is gone when
-the server reports ``http.disconnect``.
+unread), reads the body (bounded) and hands it to the pipeline with an
+``SseTransport``, which frames what the pipeline says: an error as an OpenAI-shaped
+JSON body with its status (and ``retry-after``), a whole Response as JSON, a stream as
+``text/event-stream`` with one ``event:``/``data:`` block per event and one write per
+batch. The client is gone when the server reports ``http.disconnect``.
 """
 
 from __future__ import annotations
