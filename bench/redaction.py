@@ -17,7 +17,8 @@ import statistics
 import time
 
 import orjson
-from toolwire.server._redact import Redactor
+
+from toolwire.server.observe._redact import Redactor
 
 SECRET = "sk-bench-0123456789abcdef"
 

@@ -1,4 +1,5 @@
-"""Clients that send nothing, send slowly, send too much or stop reading cannot exhaust the gateway.
+"""Clients that send nothing, send slowly, send too much, stop reading or hold WebSockets
+open cannot exhaust the gateway.
 
 The real gateway runs in front of `HostileUpstream` (whose ``honest`` answers are normal
 and whose ``endless-text`` stream never ends), most cases with a low open-files limit
@@ -12,6 +13,7 @@ the cases end quickly; nothing here asserts how long anything took.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -22,6 +24,8 @@ from collections.abc import Iterator
 import httpx
 import orjson
 import pytest
+from websockets.sync.client import ClientConnection
+from websockets.sync.client import connect as ws_connect
 
 from tests.support.gateway import GatewayProcess
 from tests.support.hostile_upstream import HostileUpstream, prompt
@@ -426,3 +430,105 @@ def test_a_client_that_stops_reading_is_dropped(hostile: HostileUpstream, start_
     assert closed.behaviour == "endless-text"
     assert tripped(gateway)["client_send_timeout"] == 1
     assert_recovered(gateway, before, "client that stopped reading")
+
+
+# ---------------------------------------------------------------- WebSockets
+
+WEBSOCKET_HANDSHAKE = (
+    b"GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+def test_websockets_beyond_the_descriptor_limit_count_against_max_connections(
+    hostile: HostileUpstream, start_gateway: StartGateway
+) -> None:
+    """An upgraded connection keeps its place under ``max_connections`` until it closes:
+    more WebSocket handshakes than the descriptor limit allows get 101 up to the cap,
+    then 503 with ``retry-after`` (or, past the overflow, a connection closed at once),
+    and the places come back when the WebSockets close. No pings, so the accepted ones
+    stay for as long as the test holds them."""
+    gateway = start_gateway(upstream_url(hostile), "--ws-ping-interval", "0", open_files=OPEN_FILES)
+    max_connections, _ = caps(gateway)
+    before = warmed_up(gateway)
+    counted = tripped(gateway)
+
+    clients = [RawClient(gateway.port, WEBSOCKET_HANDSHAKE) for _ in range(OPEN_FILES + 150)]
+    try:
+        assert wait_until(lambda: sum(c.poll() or c.status == 101 for c in clients) == len(clients), timeout=60), (
+            f"{sum(not c.closed and c.status != 101 for c in clients)} of {len(clients)} neither upgraded nor closed"
+        )
+        statuses = [client.status for client in clients]
+        print(f"\n{len(clients)} handshakes, {max_connections} places: "
+              f"{statuses.count(101)} upgraded, {statuses.count(503)} told 503, {statuses.count(None)} closed")
+        assert set(statuses) <= {101, 503, None}, statuses
+        assert 0 < statuses.count(101) <= max_connections, statuses.count(101)
+        assert statuses.count(503) >= 1
+        for client in clients:
+            if client.status == 503:
+                assert client.closed and client.header("retry-after") == "1"
+                assert "max_connections" in client.error_message()
+            elif client.status is None:
+                assert client.closed
+            else:
+                assert not client.closed
+        # Every place is held by a WebSocket: an honest request is told to come back.
+        refused = httpx.post(responses_url(gateway), json={"model": "m", "input": "honest x"}, timeout=10)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    finally:
+        for client in clients:
+            client.close()
+    assert_recovered(gateway, before, "WebSockets beyond the descriptor limit")  # their places came back
+    assert tripped(gateway)["max_connections"] - counted.get("max_connections", 0) >= statuses.count(503) + 1
+
+
+def websocket(gateway: GatewayProcess) -> ClientConnection:
+    return ws_connect(f"ws://127.0.0.1:{gateway.port}/v1/responses", open_timeout=20, max_size=None)
+
+
+def ws_create(ws: ClientConnection, text: str) -> None:
+    ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": text}).decode())
+
+
+def ws_event(ws: ClientConnection) -> dict[str, object]:
+    event: dict[str, object] = orjson.loads(ws.recv(timeout=30))
+    return event
+
+
+def test_past_max_streams_a_websocket_response_gets_an_error_event_and_the_connection_stays(
+    hostile: HostileUpstream, start_gateway: StartGateway
+) -> None:
+    """Responses over WebSocket hold places under ``max_streams`` as HTTP ones do, in one
+    count: two held WebSocket responses refuse a third (an ``error`` event, 503, with
+    ``retry-after``) and an HTTP request; the refused connection stays and is served
+    once a place is free."""
+    gateway = start_gateway(upstream_url(hostile), "--max-streams", "2")
+    before = warmed_up(gateway)
+    hostile.closed.clear()
+    with contextlib.ExitStack() as opened:
+        holders = [opened.enter_context(websocket(gateway)) for _ in range(2)]
+        for holder in holders:
+            ws_create(holder, prompt("stall"))
+            while ws_event(holder)["type"] != "response.output_text.delta":
+                pass
+        with websocket(gateway) as refused:
+            ws_create(refused, prompt("honest", "over the cap"))
+            event = ws_event(refused)
+            assert (event["type"], event["status"], event["headers"]) == ("error", 503, {"retry-after": "1"}), event
+            error = event["error"]
+            assert isinstance(error, dict) and error["code"] == "gateway_busy"
+            assert "max_streams" in error["message"]
+            answer = httpx.post(responses_url(gateway), json={"model": "m", "input": prompt("honest", "x")}, timeout=10)
+            assert answer.status_code == 503 and "max_streams" in answer.json()["error"]["message"]
+
+            for holder in holders:
+                holder.close()
+            assert wait_until(lambda: len(hostile.closed.snapshot()) == 2, timeout=20)
+            ws_create(refused, prompt("honest", "after the holders"))
+            events = [ws_event(refused)]
+            while events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+                events.append(ws_event(refused))
+            response = terminal(events)["response"]
+            assert isinstance(response, dict) and output_text(response) == "echo after the holders"
+    assert tripped(gateway)["max_streams"] == 2
+    assert_recovered(gateway, before, "max streams over WebSocket")

@@ -2,7 +2,8 @@
 valid against the Open Responses specification's schemas (2026-04-24,
 ``tests/fixtures/open_responses/openapi.json``): through the real gateway, in front of
 the scripted Chat and Responses upstreams, streamed and not, completed, incomplete,
-failed, compacted, and read back with ``GET /v1/responses/{id}``.
+failed, compacted, created without the model (``generate: false`` over a WebSocket),
+and read back with ``GET /v1/responses/{id}``.
 
 The specification knows function tools only, so the requests here declare function
 tools (a ``custom`` or ``namespace`` tool, Codex's, is outside it). Two event types the
@@ -23,6 +24,7 @@ import httpx
 import orjson
 import pytest
 from jsonschema import Draft202012Validator
+from websockets.sync.client import connect as ws_connect
 
 from tests.support.chat_upstream import Call, ChatUpstream, Cut, Raw, Text, ToolCalls
 from tests.support.gateway import GatewayProcess
@@ -183,6 +185,41 @@ def test_compactions(gateway: GatewayProcess, upstream: ChatUpstream) -> None:
     assert problems(COMPACTION, reply.json()) == []
 
 
+def prewarm(gateway: GatewayProcess, body: JSON) -> list[JSON]:
+    """A ``generate: false`` response over a WebSocket: its events, checked against the schemas."""
+    with ws_connect(f"ws://127.0.0.1:{gateway.port}/v1/responses", open_timeout=20) as ws:
+        ws.send(orjson.dumps({"type": "response.create", "generate": False, **body}).decode())
+        events = [orjson.loads(ws.recv(timeout=30))]
+        while events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+            events.append(orjson.loads(ws.recv(timeout=30)))
+    assert_valid_events(events)
+    return events
+
+
+def assert_a_prewarm(events: list[JSON], body: JSON) -> None:
+    """Created, in progress, then completed at once: numbered in order, one Response,
+    echoing the request, with no output and no usage."""
+    assert [e["type"] for e in events] == ["response.created", "response.in_progress", "response.completed"]
+    assert [e["sequence_number"] for e in events] == [0, 1, 2]
+    final = events[-1]["response"]
+    assert_valid_response(final)
+    assert len({e["response"]["id"] for e in events}) == 1
+    assert [e["response"]["status"] for e in events] == ["in_progress", "in_progress", "completed"]
+    assert (final["output"], final["usage"], final["model"]) == ([], None, body["model"])
+    assert isinstance(final["completed_at"], int) and final["completed_at"] >= final["created_at"]
+    assert [tool["name"] for tool in final["tools"]] == [tool["name"] for tool in body["tools"]]
+    assert final["instructions"] == body["instructions"] and final["store"] is False
+
+
+PREWARM: JSON = {"model": "m", "input": "warm up", "instructions": "Be brief.", "tools": [WEATHER, EXEC], "store": False}
+
+
+def test_a_prewarm(gateway: GatewayProcess, upstream: ChatUpstream) -> None:
+    events = prewarm(gateway, PREWARM)
+    assert_a_prewarm(events, PREWARM)
+    assert upstream.requests == []  # nothing was asked upstream
+
+
 def test_the_schema_catches_what_is_missing() -> None:
     """The schema is no formality: a Response without a required field, or with a null
     where a number is required, is invalid."""
@@ -240,6 +277,16 @@ def test_a_responses_backends_answers_made_whole(responses_gateway: GatewayProce
     whole(responses_gateway, body)
     events = stream(responses_gateway, body)
     assert events[-1]["type"] == "response.failed"
+
+
+def test_a_prewarm_in_front_of_a_responses_backend(
+    responses_gateway: GatewayProcess, responses_upstream: ResponsesUpstream
+) -> None:
+    responses_upstream.reset()
+    events = prewarm(responses_gateway, {**PREWARM, **EVERY_FIELD, "store": False})
+    assert_a_prewarm(events, {**PREWARM, **EVERY_FIELD, "store": False})
+    assert events[-1]["response"]["safety_identifier"] == "user-7"  # the request, echoed
+    assert responses_upstream.requests == []
 
 
 def test_a_responses_backends_error_event_made_whole(responses_gateway: GatewayProcess, responses_upstream: ResponsesUpstream) -> None:

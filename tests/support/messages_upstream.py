@@ -22,8 +22,8 @@ and one that breaks a rule gets a 400 ``invalid_request_error`` naming it
 wants it, ``Authorization: Bearer``) and ``anthropic-version``; ``max_tokens``; the
 first message a user one, roles alternating, no empty content or text; every
 ``tool_use`` answered by its ``tool_result`` in the very next user message, results
-first; tool names in ``^[a-zA-Z0-9_-]{1,64}$`` and client tools with an object
-``input_schema``; thinking blocks sent back unchanged (each signature is this server's
+first; tools declared whenever a ``tool_use`` or ``tool_result`` block is sent; tool
+names in ``^[a-zA-Z0-9_-]{1,64}$`` and client tools with an object ``input_schema``; thinking blocks sent back unchanged (each signature is this server's
 HMAC of its text; redacted data must be data it issued), and with thinking on, a tool
 loop's assistant turn must begin with one; at most four ``cache_control`` breakpoints.
 
@@ -201,6 +201,8 @@ def rule_violations(
         found.append(f"temperature: must be between 0 and {max_temperature:g}")
     found += _tool_violations(body, thinking_on)
     found += _message_violations(body.get("messages"), thinking_on)
+    if not body.get("tools") and _has_tool_blocks(body.get("messages")):
+        found.append("Requests which include `tool_use` or `tool_result` blocks must define tools.")
     found += _system_violations(body.get("system"))
     breakpoints = orjson.dumps(body).count(b'"cache_control"')
     if breakpoints > 4:
@@ -300,6 +302,15 @@ def _message_violations(messages: Any, thinking_on: bool) -> list[str]:
     if thinking_on and len(messages) >= 2:
         found += _thinking_loop_violations(messages)
     return found
+
+
+def _has_tool_blocks(messages: Any) -> bool:
+    return isinstance(messages, list) and any(
+        isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
 
 
 def _thinking_loop_violations(messages: list[Any]) -> list[str]:

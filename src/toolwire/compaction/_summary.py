@@ -4,8 +4,9 @@
 ``open_compactions``) into an ordinary request for the backend's model: the same
 conversation and instructions, then our ``COMPACTION_PROMPT`` as the last user message,
 and no tools offered (top-level tools, ``additional_tools`` items and what tool searches
-loaded are all left out; the calls already made stay in the history), no output format,
-nothing for the backend to store. The model's answer is the summary (``CompactionAnswer``).
+loaded are all left out; the calls already made stay in the history, and a wire that
+wants the tools they name declared does so itself, not to be called: the Messages API),
+no output format, nothing for the backend to store. The model's answer is the summary (``CompactionAnswer``).
 
 ``retained_messages`` is what ``POST /v1/responses/compact`` keeps beside the new
 compaction item, as the Responses API does: the user's own messages, newest first within

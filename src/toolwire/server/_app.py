@@ -21,7 +21,6 @@ from ._admin import admin_routes
 from ._auth import ClientAuth
 from ._exchange import ExchangeObserver
 from ._http_responses import ResponsesHttpEndpoint
-from ._limits import StreamLimit
 from ._model_list import model_list
 from ._pipeline import ExchangePipeline
 from ._routing import ModelRouter
@@ -97,8 +96,7 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
-    limited: ASGIApp = responses if settings.max_streams is None else StreamLimit(responses, settings.max_streams)
-    served = _ResponsesFastPath(limited, app)
+    served = _ResponsesFastPath(responses, app)
     return ClientAuth(served, gate) if gate is not None else served
 
 

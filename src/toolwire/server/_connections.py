@@ -34,7 +34,9 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
   whose head has arrived but is not read yet); when every connection is busy with a
   request, the new one is answered 503 with ``retry-after`` as soon as its head arrives,
   and past a small overflow it is closed at once, so the process never runs out of file
-  descriptors.
+  descriptors. A connection upgraded to a WebSocket keeps its place, busy, until the
+  WebSocket closes (``DrainingWebSocketProtocol.on_connection_lost``); an upgrade asked
+  for when every place is busy is answered 503 with ``retry-after`` too.
 
 The limits are read once per process from the configuration the app factory reads
 (``toolwire serve`` puts it in the environment); uvicorn builds this protocol by name
@@ -46,11 +48,12 @@ from __future__ import annotations
 import asyncio
 import enum
 import fcntl
+import functools
 import itertools
 import os
 import struct
 import termios
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +69,7 @@ from toolwire.config import GatewayConfig, ServerConfig
 from ._capacity import capacity, open_files_limit
 from ._limits import RETRY_AFTER_SECONDS, busy_body, count_limit
 from ._settings import CONFIG_ENV
+from ._uvicorn import DrainingWebSocketProtocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,7 @@ class ConnectionTable:
         self.open = 0
         self._waiting: dict[BoundedHttpToolsProtocol, None] = {}
         self._counted: set[BoundedHttpToolsProtocol] = set()
+        self._websockets: set[DrainingWebSocketProtocol] = set()
 
     @property
     def waiting(self) -> int:
@@ -155,6 +160,20 @@ class ConnectionTable:
 
     def closed(self, connection: BoundedHttpToolsProtocol) -> None:
         self._forget(connection)
+
+    def upgraded(self, connection: BoundedHttpToolsProtocol, websocket: DrainingWebSocketProtocol) -> None:
+        """``connection`` is now ``websocket``: it keeps its place, busy, until the WebSocket
+        closes (the HTTP protocol is let go)."""
+        self._waiting.pop(connection, None)
+        if connection in self._counted:
+            self._counted.discard(connection)
+            self._websockets.add(websocket)
+            websocket.on_connection_lost = functools.partial(self._websocket_closed, websocket)
+
+    def _websocket_closed(self, websocket: DrainingWebSocketProtocol) -> None:
+        if websocket in self._websockets:
+            self._websockets.discard(websocket)
+            self.open -= 1
 
     def _forget(self, connection: BoundedHttpToolsProtocol) -> None:
         self._waiting.pop(connection, None)
@@ -233,11 +252,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def handle_websocket_upgrade(self) -> None:
         # The WebSocket protocol takes the transport over (and has its own bounds); this
-        # one hears no more of it.
+        # one hears no more of it, and the connection keeps its place in the table until
+        # the WebSocket closes.
         self._handed_over = True
         self._cancel_deadline()
-        self._table.closed(self)
+        if self._over_capacity:  # every place was busy when its head arrived (counted then)
+            self._write_and_close(503, _BUSY_BODY, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+            return
         super().handle_websocket_upgrade()
+        upgraded = self.transport.get_protocol()
+        if isinstance(upgraded, DrainingWebSocketProtocol):
+            self._table.upgraded(self, upgraded)
+        else:  # a protocol that would not say when it ends: not counted, rather than counted forever
+            self._table.closed(self)
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
@@ -390,8 +417,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         body = orjson.dumps(
             {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
         )
+        self._write_and_close(status, body)
+
+    def _write_and_close(self, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         head = [STATUS_LINE[status]]
-        head.extend(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers)
+        head.extend(name + b": " + value + b"\r\n" for name, value in [*self.server_state.default_headers, *headers])
         head.append(
             b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body)
         )
@@ -399,12 +429,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
+_BUSY_BODY = busy_body(
+    "The gateway has as many connections as it allows (max_connections), all busy; "
+    f"retry in {RETRY_AFTER_SECONDS} s."
+)
+
+
 async def _refuse_busy(scope: Any, receive: Any, send: Any) -> None:
     """Every connection is busy: 503, ``retry-after``, and the connection closed."""
-    body = busy_body(
-        "The gateway has as many connections as it allows (max_connections), all busy; "
-        f"retry in {RETRY_AFTER_SECONDS} s."
-    )
+    body = _BUSY_BODY
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -1,12 +1,13 @@
 """``POST /v1/responses`` (and ``/v1/responses/compact``) over HTTP: the request body in,
 the answer as JSON or SSE out.
 
-The HTTP + SSE transport of the exchange pipeline. ``ResponsesHttpEndpoint`` reads the
-body (bounded) and hands it to the pipeline with an ``SseTransport``, which frames what
-the pipeline says: an error as an OpenAI-shaped JSON body with its status (and
-``retry-after``), a whole Response as JSON, a stream as ``text/event-stream`` with one
-``event:``/``data:`` block per event and one write per batch. The client is gone when
-the server reports ``http.disconnect``.
+The HTTP + SSE transport of the exchange pipeline. ``ResponsesHttpEndpoint`` takes the
+exchange's slot under ``max_streams`` (a 503 with ``retry-after`` past it, the body
+unread), reads the body (bounded) and hands it to the pipeline with an
+``SseTransport``, which frames what the pipeline says: an error as an OpenAI-shaped
+JSON body with its status (and ``retry-after``), a whole Response as JSON, a stream as
+``text/event-stream`` with one ``event:``/``data:`` block per event and one write per
+batch. The client is gone when the server reports ``http.disconnect``.
 """
 
 from __future__ import annotations
@@ -40,16 +41,24 @@ class ResponsesHttpEndpoint:
         self._compact = compact
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            body = await read_body(scope, receive, self._max_body_bytes)
-        except ClientDisconnected:
+        transport = SseTransport(send, receive)
+        slot = self.pipeline.streams.take()
+        if slot is None:  # refused before its body is read
+            await transport.send_error(self.pipeline.streams.refusal)
             return
-        except Exception as exc:
-            await send_error(send, exc)
-            return
-        await self.pipeline.serve(
-            body, SseTransport(send, receive), principal=principal_of(scope), compact=self._compact
-        )
+        with slot:
+            try:
+                body = await read_body(scope, receive, self._max_body_bytes)
+            except ClientDisconnected:
+                return
+            except Exception as exc:
+                await send_error(send, exc)
+                return
+            serving = self.pipeline.serve(
+                body, transport, principal=principal_of(scope), compact=self._compact, slot=slot
+            )
+            del body  # the exchange owns it now, and lets it go once parsed
+            await serving
 
 
 class SseTransport:

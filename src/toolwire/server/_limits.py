@@ -1,4 +1,4 @@
-"""Counting the bounds that tripped, and the per-process cap on ``/v1/responses`` exchanges.
+"""Counting the bounds that tripped, and the per-process cap on exchanges in progress.
 
 Every bound on a read from a peer (``_connections`` for clients, ``toolwire.upstream``'s
 ``UpstreamLimits`` for backends, ``read_body`` for the request body) calls
@@ -8,18 +8,23 @@ any request reaches an app. ``/metrics`` shows it as ``toolwire_limits_tripped_t
 with a ``limit`` label naming the setting (``client_header_timeout``,
 ``upstream_max_line_bytes``, ...).
 
-``StreamLimit`` wraps the ``/v1/responses`` endpoint: past ``max_streams`` exchanges in
-progress at once, from the request's head to its answer's last byte, a request is
-answered 503 with ``retry-after`` at once, its body unread.
+``StreamSlots`` is the cap on exchanges in progress (``max_streams``): the pipeline takes
+a slot for every exchange it serves, whatever transport carries it (an HTTP request
+from its head, before its body is read, to its answer's last byte; one
+``response.create`` on a WebSocket), and past the cap the transport is handed
+``refusal`` (503 with ``retry-after``) instead.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from prometheus_client import Counter
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolwire._memory import return_freed_memory_soon
+
+from ._transport import ErrorAnswer
 
 RETRY_AFTER_SECONDS = 1
 
@@ -42,42 +47,53 @@ def count_limit(limit: str) -> None:
     return_freed_memory_soon()
 
 
-def busy_body(message: str) -> bytes:
+def busy_error(message: str) -> dict[str, Any]:
     """The OpenAI-shaped body of a 503 that asks the client to retry."""
-    error = {"message": message, "type": "service_unavailable", "param": None, "code": "gateway_busy"}
-    return orjson.dumps({"error": error})
+    return {"error": {"message": message, "type": "service_unavailable", "param": None, "code": "gateway_busy"}}
 
 
-class StreamLimit:
-    """At most ``max_streams`` exchanges of ``app`` at once; 503 + ``retry-after`` past it."""
+def busy_body(message: str) -> bytes:
+    return orjson.dumps(busy_error(message))
 
-    def __init__(self, app: ASGIApp, max_streams: int) -> None:
-        self.app = app
+
+class StreamSlots:
+    """At most ``max_streams`` exchanges in progress at once (None: no cap)."""
+
+    def __init__(self, max_streams: int | None) -> None:
         self.max_streams = max_streams
         self.in_progress = 0
-        body = busy_body(
+        message = (
             f"The gateway is serving as many responses as it allows at once ({max_streams}, max_streams); "
             f"retry in {RETRY_AFTER_SECONDS} s."
         )
-        self._refusal_start = {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
-            ],
-        }
-        self._refusal_body = {"type": "http.response.body", "body": body}
+        self.refusal = ErrorAnswer(503, busy_error(message), retry_after=str(RETRY_AFTER_SECONDS))
+        """What a client is told when there is no slot for its exchange."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.in_progress >= self.max_streams:
+    def take(self) -> StreamSlot | None:
+        """A slot for one exchange, given back when the slot's ``with`` block ends; None
+        (and the trip counted) past the cap."""
+        if self.max_streams is not None and self.in_progress >= self.max_streams:
             count_limit("max_streams")
-            await send(self._refusal_start)
-            await send(self._refusal_body)
-            return
+            return None
         self.in_progress += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_progress -= 1
+        return StreamSlot(self)
+
+
+class StreamSlot:
+    """One exchange's place under ``max_streams``; given back once, however often released."""
+
+    __slots__ = ("_slots",)
+
+    def __init__(self, slots: StreamSlots) -> None:
+        self._slots: StreamSlots | None = slots
+
+    def release(self) -> None:
+        if self._slots is not None:
+            self._slots.in_progress -= 1
+            self._slots = None
+
+    def __enter__(self) -> StreamSlot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()

@@ -16,6 +16,9 @@ client: when the client goes away, before the upstream's first byte or mid-strea
 watch cancels the exchange at once, which closes the upstream connection (one task per
 exchange, not two: a task and ``asyncio.wait`` cost ~15 us a request).
 
+Every exchange holds a slot under ``max_streams`` while it runs (``StreamSlots``),
+whatever its transport; past the cap the transport is told 503 with ``retry-after``.
+
 The caller the transport authenticated (a ``Principal``) is admitted by the ``KeyGate``
 once the model is known (``gate.admit``: 403, 429); what it keeps is kept under its
 owner, and only its own responses can be continued.
@@ -49,10 +52,11 @@ from ._answer import Answer, Keep, pump
 from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
 from ._history import History, StoreHistory
+from ._limits import StreamSlot, StreamSlots
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
 from ._transport import Transport
-from ._unsampled import UnsampledMachine
+from ._unsampled import UnsampledAnswer
 
 log = logging.getLogger("toolwire.server")
 
@@ -70,6 +74,7 @@ class ExchangePipeline:
         self.observers = tuple(observers)
         self.store_history = StoreHistory(settings.store)
         self.compactions = Compactions(settings.compaction_key)
+        self.streams = StreamSlots(settings.max_streams)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
 
     async def serve(
@@ -81,17 +86,36 @@ class ExchangePipeline:
         history: History | None = None,
         generate: bool = True,
         compact: bool = False,
-    ) -> Exchange:
+        slot: StreamSlot | None = None,
+    ) -> Exchange | None:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
-        through ``transport``; the finished record.
+        through ``transport``; the finished record, or None when it was refused for
+        want of a slot under ``max_streams`` (a 503 with ``retry-after``).
 
         ``history`` is where ``previous_response_id`` is looked up and the response kept
         (the response store by default); a continuation that fails is forgotten there.
         ``generate=False`` creates the response without asking the model. ``compact``: the
-        body is a ``/responses/compact`` request.
+        body is a ``/responses/compact`` request. ``slot``: the one the transport took
+        already (HTTP takes it before reading the body); else the exchange takes its own.
         """
+        slot = slot if slot is not None else self.streams.take()
+        if slot is None:
+            await transport.send_error(self.streams.refusal)
+            return None
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
-        del body  # the exchange keeps it only when an observer records traffic
+        del body  # the exchange keeps it until it is parsed, or longer when an observer records traffic
+        with slot:
+            return await self._exchange(exchange, transport, principal, history, generate, compact)
+
+    async def _exchange(
+        self,
+        exchange: Exchange,
+        transport: Transport,
+        principal: Principal | None,
+        history: History | None,
+        generate: bool,
+        compact: bool,
+    ) -> Exchange:
         exchange.key_name = principal.name if principal is not None else None
         history = self.store_history if history is None else history
         answer = Answer(exchange, transport, self.settings.redact)
@@ -174,7 +198,8 @@ class ExchangePipeline:
             await answer.error(exc)
             return None
         if not generate:
-            return PendingStream(_nothing_upstream(), UnsampledMachine(call.machine), keep)
+            unsampled = UnsampledAnswer(request, response_id=exchange.request_id, created_at=int(exchange.received_at))
+            return PendingStream(_nothing_upstream(), unsampled, keep)
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
         exchange.conversions = [*plan.conversions, *call.conversions]

@@ -28,7 +28,7 @@ class WebSocketSettings:
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # POST /v1/responses exchanges in progress at once; None: no cap (StreamLimit).
+    # Exchanges in progress at once, over HTTP or WebSocket; None: no cap (StreamSlots).
     max_streams: int | None = None
     # Who may call, with which models and limits (client keys, static and stored); None
     # lets everyone in.

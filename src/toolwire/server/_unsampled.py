@@ -3,10 +3,10 @@
 Codex begins each WebSocket turn with a ``response.create`` that says ``generate: false``:
 the request's tools, instructions and input, which its next request continues
 (``previous_response_id``) with only its new items. Nothing is sampled, so nothing goes
-upstream: ``UnsampledMachine`` stands in for the backend's stream machine. The backend's
-own machine begins the stream (its ``response.created``, echoing the request; one is
-written from its Response object when that machine waits for its upstream to begin),
-and the response completes at once with no output and no usage.
+upstream: ``UnsampledAnswer`` stands in for the backend's answer translator, and writes
+its stream through a ``ResponsesEventWriter`` of its own, echoing the request, whatever
+the backend: ``response.created``, ``response.in_progress``, then at once
+``response.completed`` with no output and no usage.
 """
 
 from __future__ import annotations
@@ -14,53 +14,52 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from toolwire.translate import AnswerTranslator
+from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.translate import ResponsesEventWriter, StreamState
 
 JSON = dict[str, Any]
 
 
-class UnsampledMachine:
-    """A ``AnswerTranslator`` whose stream ends, completed and empty, as soon as it starts."""
+class UnsampledAnswer:
+    """An ``AnswerTranslator`` whose stream ends, completed and empty, as soon as it starts."""
 
-    def __init__(self, machine: AnswerTranslator) -> None:
-        self._machine = machine
-        self.conversions = machine.conversions
-        self._next_sequence_number = 0
-        self._completed: JSON | None = None
+    def __init__(self, request: ResponsesRequest, *, response_id: str, created_at: int) -> None:
+        self._writer = ResponsesEventWriter(request, response_id=response_id, created_at=created_at, model=request.model)
+        self.conversions: list[str] = []
 
     @property
     def finished(self) -> bool:
-        return self._completed is not None or self._machine.finished
+        return self._writer.state is StreamState.ENDED
 
     @property
     def response(self) -> JSON:
-        return self._completed if self._completed is not None else self._machine.response
+        final = self._writer.final
+        return final if final is not None else self._writer.response("in_progress", output=[])
 
-    def start(self) -> list[Any]:
-        events = self._machine.start()
-        if not any(event["type"] == "response.created" for event in events):
-            events.insert(0, {"type": "response.created", "sequence_number": 0, "response": dict(self._machine.response)})
-        self._next_sequence_number = 1 + max(event.get("sequence_number", 0) for event in events)
-        return events
+    def start(self) -> list[StreamEvent]:
+        self._writer.begin()
+        return self._writer.take()
 
-    def feed(self, item: JSON) -> list[Any]:
+    def feed(self, item: JSON, /) -> list[StreamEvent]:
         return []  # nothing was asked upstream, so nothing arrives
 
-    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[Any]:
+    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
         if self.finished:
             return []
-        completed = {
-            **self._machine.response,
-            "status": "completed",
-            "completed_at": completed_at if completed_at is not None else int(time.time()),
-            "output": [],
-            "usage": None,
-        }
-        self._completed = completed
-        return [{"type": "response.completed", "sequence_number": self._next_sequence_number, "response": completed}]
+        writer = self._writer
+        writer.begin()
+        ended = completed_at if completed_at is not None else int(time.time())
+        writer.lifecycle("response.completed", writer.response("completed", output=[], completed_at=ended))
+        return writer.take()
 
-    def fail(self, message: str, *, code: str = "server_error") -> list[Any]:
-        return self._machine.fail(message, code=code)
+    def fail(self, message: str, *, code: str = "server_error") -> list[StreamEvent]:
+        if self.finished:
+            return []
+        writer = self._writer
+        writer.begin()
+        writer.fail(writer.response("in_progress", output=[]), message, code)
+        return writer.take()
 
-    def translate_whole(self, answer: JSON) -> JSON:
-        return self._machine.translate_whole(answer)
+    def translate_whole(self, answer: JSON, /) -> JSON:
+        """Not reached (a ``generate: false`` request always streams): the completed, empty Response."""
+        return self._writer.response("completed", output=[], completed_at=int(time.time()))

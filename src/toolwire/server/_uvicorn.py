@@ -7,12 +7,15 @@ bounded, the upgrade's request head included). On shutdown uvicorn closes every
 WebSocket at once (1012), cutting the responses they carry; this one instead sets the
 connection's ``toolwire.drain`` event (an ASGI scope extension): the app lets the
 response in flight finish, within the grace period, and then closes with 1001. It also
-counts a connection dropped because its pong never came (``ws_ping_timeout``).
+counts a connection dropped because its pong never came (``ws_ping_timeout``), and says
+when the connection ends (``on_connection_lost``): until then it holds the place under
+``max_connections`` that the HTTP protocol gave it at the upgrade.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request
@@ -27,6 +30,9 @@ class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
     """The sans-I/O WebSocket protocol, letting the app finish its response on shutdown."""
 
     _drain: asyncio.Event | None = None
+    on_connection_lost: Callable[[], None] | None = None
+    """Called once the connection has ended (the HTTP protocol that upgraded it gives
+    back its place under ``max_connections``)."""
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -40,6 +46,14 @@ class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
             self._drain.set()  # the app closes the connection once its response is done
             return
         super().shutdown()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            super().connection_lost(exc)
+        finally:
+            if self.on_connection_lost is not None:
+                self.on_connection_lost()
+                self.on_connection_lost = None
 
     def keepalive_timeout(self) -> None:
         if not (self.close_sent or self.transport.is_closing()):

@@ -27,7 +27,11 @@ Where it differs from HTTP:
   Responses limit, 60 minutes): it is closed with 1000 once idle, and a message still
   waiting then gets ``websocket_connection_limit_reached`` (which Codex retries on a new
   connection); on shutdown the response in flight finishes (within the grace period)
-  and the connection closes with 1001 (``_uvicorn.DrainingWebSocketProtocol``).
+  and the connection closes with 1001 (``_uvicorn.DrainingWebSocketProtocol``). The
+  connection holds its place under ``max_connections`` until it closes
+  (``_connections``), and each response one under ``max_streams`` while it runs: past
+  that cap a ``response.create`` gets an ``error`` event with status 503 and
+  ``retry-after``, and the connection stays open.
 * The client going away cancels the response in flight, and its upstream request, at
   once, as over HTTP.
 
@@ -136,7 +140,9 @@ class ResponsesConnection:
         reader = asyncio.create_task(self._read())
         try:
             while (message := await self._next_message()) is not None:
-                await self._answer(message)
+                answering = self._answer(message)
+                del message  # the message's text is let go once its body is made
+                await answering
         except asyncio.CancelledError:
             # The shutdown's grace period is over; the pipeline has ended the response.
             await self._close(GOING_AWAY, "The gateway is shutting down.")
@@ -178,9 +184,11 @@ class ResponsesConnection:
             log.info("websocket message refused: %s", error.message)
             await self.send_json(error_event(ErrorAnswer(error.status, error.to_body())))
             return
-        await self._pipeline.serve(
+        serving = self._pipeline.serve(
             body, WebSocketTransport(self), principal=self._principal, history=self.history, generate=generate
         )
+        del body, message  # the exchange owns the body now, and lets it go once parsed
+        await serving
 
     async def _read(self) -> None:
         while True:

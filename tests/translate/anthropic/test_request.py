@@ -296,6 +296,32 @@ def test_allowed_tools_sends_the_subset() -> None:
     assert body["tool_choice"] == {"type": "any"}
 
 
+@pytest.mark.parametrize("choice", [None, "auto", "none", "required"])
+def test_a_history_of_calls_without_tools_declares_the_tools_it_calls_none_to_be_called(choice: str | None) -> None:
+    """The API refuses ``tool_use``/``tool_result`` blocks in a request without tools (a
+    compaction's summary request offers none): the ones the history calls are declared,
+    each once, in order, and ``tool_choice`` is ``none``; ``translate`` checks the rule."""
+    items = [
+        user("fix it"),
+        function_call("c1", "list_agents", '{"all": true}', namespace="collaboration"),
+        function_output("c1", "none"),
+        custom_call("c2", "apply_patch", "*** Begin Patch"),
+        custom_output("c2", "done"),
+        function_call("c3", "list_agents", namespace="collaboration"),
+        function_output("c3", "still none"),
+        user("summarise"),
+    ]
+    body: JSON = {"input": items} if choice is None else {"input": items, "tool_choice": choice}
+    translated = translate(body)
+    assert [(tool["name"], tool["input_schema"]) for tool in translated.body["tools"]] == [
+        ("collaboration__list_agents", {"type": "object", "properties": {}}),
+        ("apply_patch", {"type": "object", "properties": {}}),
+    ]
+    assert translated.body["tool_choice"] == {"type": "none"}
+    assert ("tool_choice not sent: no tool can be sent to this backend" in translated.warnings) is (choice == "required")
+    assert translate({"input": [user("hi")]}).body.keys().isdisjoint({"tools", "tool_choice"})
+
+
 def test_tool_choice_naming_an_undeclared_tool_is_a_request_error() -> None:
     with pytest.raises(RequestError) as raised:
         translate({"input": "hi", "tools": [EXEC_COMMAND], "tool_choice": {"type": "function", "name": "nope"}})

@@ -10,6 +10,11 @@ profile says the backend runs it, unless the client asked for no live web access
 (``external_web_access: false``, Codex's cached mode: Anthropic's search is live); other
 hosted tools are not sent (one warning names them).
 
+A request that declares no tools but whose history calls some (the summary request of
+a compaction, which offers none) declares those the history calls, each with an empty
+schema, and ``tool_choice`` ``none`` (``called_tools``): the API refuses ``tool_use`` and
+``tool_result`` blocks in a request without tools, and ``none`` lets the model call none.
+
 ``tool_choice`` maps ``auto`` / ``required`` (``any``) / ``none`` / a named tool
 (``tool``); ``allowed_tools`` sends the subset; ``parallel_tool_calls: false`` is
 ``disable_parallel_tool_use``.
@@ -123,6 +128,23 @@ def _tool(name: str, schema: JSON | None, *descriptions: str | None) -> JSON:
     if description:
         tool["description"] = description
     return tool
+
+
+def called_tools(messages: list[JSON]) -> list[JSON]:
+    """A declaration of each tool the ``tool_use`` blocks of ``messages`` call, in order
+    of first call: for a request that declares no tools (the API refuses ``tool_use`` and
+    ``tool_result`` blocks then), sent with ``tool_choice`` ``none``."""
+    names = dict.fromkeys(
+        block["name"]
+        for message in messages
+        if message["role"] == "assistant"
+        for block in message["content"]
+        if block["type"] == "tool_use"
+    )
+    return [{"name": name, "description": _CALLED_EARLIER, "input_schema": _EMPTY_SCHEMA} for name in names]
+
+
+_CALLED_EARLIER = "A tool called earlier in this conversation, not available now."
 
 
 # ---------------------------------------------------------------- tool_choice

@@ -7,7 +7,7 @@ Pure: a parsed ``ResponsesRequest`` and a ``MessagesProfile`` in, the JSON body 
   ``_content``), in the order and shape the API demands;
 * ``tools`` and ``tool_choice`` (``_tools``): flat names from ``UpstreamToolTable``, a
   custom (freeform) tool as a tool with one string ``input``, the hosted web search
-  where the backend runs it;
+  where the backend runs it; without any, the tools the history calls, not to be called;
 * ``max_tokens``, ``thinking`` and sampling (``_fields``);
 * prompt caching: ``cache_control`` breakpoints on the last tool, the last system block
   and the last block of the latest turn (Codex resends its long tools and instructions
@@ -32,7 +32,7 @@ from ..tool_table import UpstreamToolTable
 from ._content import text_block
 from ._fields import add_generation_fields, thinking_budget
 from ._messages import MessageBuilder
-from ._tools import DeclaredTools, messages_tools, resolve_tool_choice
+from ._tools import DeclaredTools, ToolChoice, called_tools, messages_tools, resolve_tool_choice
 from .profile import ANTHROPIC, MessagesProfile
 
 __all__ = ["TranslatedMessages", "translate_messages_request"]
@@ -77,6 +77,11 @@ def translate_messages_request(
         body["system"] = system
     body["messages"] = messages
     tools = messages_tools(declared, choice.allowed, profile, notes)
+    if not tools and (called := called_tools(messages)):
+        if choice.value is not None and choice.value["type"] not in ("auto", "none"):
+            notes.warn("tool_choice not sent: no tool can be sent to this backend")
+        tools, choice = called, ToolChoice({"type": "none"})
+        notes.convert("tools the history calls declared, none to be called (tool_choice none)")
     if tools:
         body["tools"] = tools
         tool_choice = dict(choice.value) if choice.value is not None else None
