@@ -151,15 +151,16 @@ class ConversationWalker(ABC, Generic[M, A, R]):
 
     def walk(self) -> None:
         """Handle the items not walked yet, in order."""
-        start = self._walked
+        start, items = self._walked, self._items
         calls = self._index_calls_and_outputs(start)
-        for index in range(start, len(self._items)):
+        on_call, on_item = self._on_call, self._on_item  # bound once: hundreds of items
+        for index in range(start, len(items)):
             call = calls[index - start]
             if call is not None:
-                self._on_call(index, call)
+                on_call(index, call)
             else:
-                self._on_item(index, self._items[index])
-        self._walked = len(self._items)
+                on_item(index, items[index])
+        self._walked = len(items)
 
     def _end_walk(self) -> None:
         """The end of the items: the open turn closed, reasoning still waiting dropped."""
@@ -220,17 +221,17 @@ class ConversationWalker(ABC, Generic[M, A, R]):
         """Note which call ids have a call and where each call's output is; the call each
         item from ``start`` on makes (None for an item that is no call)."""
         calls: list[Call[A] | None] = []
-        items = self._items
+        items, call_of, called, outputs = self._items, self._call_of, self._called, self._outputs
         for index in range(start, len(items)):
             item = items[index]
-            call = self._call_of(index, item)
+            call = call_of(index, item)
             calls.append(call)
             if call is not None:
-                self._called.add(call.call_id)
+                called.add(call.call_id)
             elif type(item) in _OUTPUT_ITEM_CLASSES:
                 output = cast("OutputItem", item)
                 if output.call_id is not None:
-                    self._outputs.setdefault(output.call_id, (index, output))
+                    outputs.setdefault(output.call_id, (index, output))
         return calls
 
     def _call_of(self, index: int, item: Item) -> Call[A] | None:
