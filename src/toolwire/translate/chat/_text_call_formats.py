@@ -2,18 +2,9 @@
 
 A model server without a tool parser (vLLM without ``--tool-call-parser``, llama.cpp
 without a tool template, ...) passes the model's call syntax through as ``content``.
-Each parser here reads the text after one opening marker and answers with a verdict:
-
-* ``Pending.MORE``: not finished, and the text so far could still become a call;
-* ``Pending.NOT_A_CALL``: it cannot be one (wrong syntax, a tool that was not offered,
-  arguments that do not parse): the marker is ordinary text;
-* ``Found``: the whole block, its calls, and its length.
-
-A verdict depends only on the text, and once it is not ``MORE`` it stays the same
-however much text follows: the recogniser (``text_calls.py``) may ask at any time and
-gets the same answer. ``at_end`` says no more text will come; only then are the
-forgiving endings accepted (a block whose calls are complete but whose closing marker
-never came), and ``MORE`` is never the answer.
+Each parser here reads the text after one opening marker and answers with a verdict
+(``_text_call_reader``: more text needed, not a call, or the block found), and
+``OPENERS`` lists the markers with their parsers.
 
 The formats (vLLM's and llama.cpp's parsers read the same ones):
 
@@ -39,261 +30,30 @@ read stays text, so the client can tell the model what is wrong).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Literal
 
 import orjson
 
-JSON = dict[str, Any]
-Offered = Mapping[str, JSON]
-"""Every name a model may call a tool by -> the JSON schema of that tool's parameters."""
-
-
-@dataclass(frozen=True, slots=True)
-class TextCall:
-    """One call read from text: the name as written, arguments as a JSON object text."""
-
-    name: str
-    arguments: str
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A complete block: its calls, and its length after the opening marker."""
-
-    calls: tuple[TextCall, ...]
-    end: int
-    family: str
-
-
-class Pending(Enum):
-    MORE = "more"
-    NOT_A_CALL = "not a call"
-
-
-Verdict = Found | Pending
-MORE, NOT_A_CALL = Pending.MORE, Pending.NOT_A_CALL
-
-
-class Reader:
-    """What every parser needs: the offered tools, the families it may recognise, and
-    (for the block being read, whose text only ever grows) how far each JSON value in
-    it has been scanned, so that a long block is not scanned again from its start."""
-
-    __slots__ = ("_scans", "families", "offered")
-
-    def __init__(self, offered: Offered, families: frozenset[str]) -> None:
-        self.offered = offered
-        self.families = families
-        self._scans: dict[int, _JsonScan] = {}
-
-    def could_name(self, head: str) -> bool:
-        """Whether ``head`` is the start of an offered tool's name."""
-        return any(name.startswith(head) for name in self.offered)
-
-    def next_block(self) -> None:
-        """The block read next is another one: forget the scans."""
-        self._scans.clear()
-
-    def json_end(self, text: str, start: int) -> int | None:
-        """Where the JSON object or array opening at ``text[start]`` ends.
-
-        None while it is unfinished; -1 when its brackets do not match. Only brackets
-        and strings are read: whether the value is valid JSON is decided once it ends.
-        """
-        scan = self._scans.get(start)
-        if scan is None:
-            scan = self._scans[start] = _JsonScan(start)
-        return scan.end(text)
-
-
-Parser = Callable[[str, Reader, bool], Verdict]
-
-
-@dataclass(frozen=True, slots=True)
-class Opener:
-    """A marker that opens a block, the families that write it, and its parser.
-
-    ``endings``: the block can be complete only once one of these has arrived (the
-    parser may still find it incomplete), so a long block need not be re-read for text
-    that holds none of them.
-    """
-
-    marker: str
-    families: frozenset[str]
-    parse: Parser
-    endings: tuple[str, ...]
-
-
-# ---------------------------------------------------------------- small readers
-
-_Start = Literal["yes", "partial", "no"]
-_STRUCTURE = re.compile(r'[{}\[\]"]')
-_SPACE = re.compile(r"\s*")
-
-
-def _skip_space(text: str, pos: int) -> int:
-    match = _SPACE.match(text, pos)
-    return match.end() if match else pos
-
-
-def _starts(text: str, pos: int, marker: str) -> _Start:
-    """Whether ``marker`` is at ``pos``: ``partial`` when the text ends inside it."""
-    if text.startswith(marker, pos):
-        return "yes"
-    if len(text) - pos < len(marker) and marker.startswith(text[pos:]):
-        return "partial"
-    return "no"
-
-
-def _unfinished(at_end: bool) -> Pending:
-    return NOT_A_CALL if at_end else MORE
-
-
-_CLOSING = {"}": "{", "]": "["}
-
-
-class _JsonScan:
-    """The brackets and strings of one JSON value, read as far as its text has come."""
-
-    __slots__ = ("_pos", "_stack", "_string", "_verdict")
-
-    def __init__(self, start: int) -> None:
-        self._pos = start  # read up to here
-        self._stack: list[str] = []
-        self._string: int | None = None  # where the open string's text starts
-        self._verdict: int | None = None
-
-    def end(self, text: str) -> int | None:
-        if self._verdict is not None:
-            return self._verdict
-        pos = self._pos
-        while True:
-            if self._string is not None:
-                string_end = self._string_end(text, pos)
-                if string_end is None:
-                    self._pos = len(text)
-                    return None
-                pos, self._string = string_end, None
-            match = _STRUCTURE.search(text, pos)
-            if match is None:
-                self._pos = len(text)
-                return None
-            char, pos = match.group(), match.end()
-            if char == '"':
-                self._string = pos
-            elif char in "{[":
-                self._stack.append(char)
-            elif not self._stack or self._stack.pop() != _CLOSING[char]:
-                self._verdict = -1
-                return -1
-            elif not self._stack:
-                self._verdict = pos
-                return pos
-
-    def _string_end(self, text: str, pos: int) -> int | None:
-        """The end of the open string, its closing quote searched from ``pos``."""
-        assert self._string is not None
-        while True:
-            quote = text.find('"', pos)
-            if quote < 0:
-                return None
-            escaped = quote
-            while escaped > self._string and text[escaped - 1] == "\\":
-                escaped -= 1
-            if (quote - escaped) % 2 == 0:
-                return quote + 1
-            pos = quote + 1
-
-
-def _json_value(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return NOT_A_CALL
-
-
-def _arguments_text(value: Any) -> str | None:
-    """Arguments given as an object, as a string holding one, or not at all -> object text."""
-    if value is None:
-        return "{}"
-    if isinstance(value, str):
-        value = _json_value(value) if value.strip() else {}
-    if isinstance(value, dict):
-        return orjson.dumps(value).decode()
-    return None
-
-
-def _call(reader: Reader, name: Any, arguments: Any, call_id: Any = None) -> TextCall | None:
-    """The call if ``name`` is an offered tool and ``arguments`` read as an object."""
-    if not isinstance(name, str) or name not in reader.offered:
-        return None
-    text = _arguments_text(arguments)
-    if text is None:
-        return None
-    return TextCall(name, text, call_id if isinstance(call_id, str) and call_id else None)
-
-
-def _call_from_json(reader: Reader, name: str, text: str, call_id: str | None = None) -> TextCall | None:
-    """The call if ``name`` is an offered tool and ``text`` is a JSON object."""
-    value = _json_value(text.strip())
-    return _call(reader, name, value, call_id) if isinstance(value, dict) else None
-
-
-# ---------------------------------------------------------------- raw values by schema
-
-
-def _declared_types(schema: Any) -> set[str]:
-    if not isinstance(schema, dict):
-        return set()
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    types: set[str] = set()
-    for key in ("anyOf", "oneOf"):
-        for option in schema.get(key) or []:
-            types |= _declared_types(option)
-    return types
-
-
-def _fits(value: Any, types: set[str]) -> bool:
-    kinds = {
-        "object": isinstance(value, dict),
-        "array": isinstance(value, list),
-        "boolean": isinstance(value, bool),
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, int | float) and not isinstance(value, bool),
-        "null": value is None,
-    }
-    return any(kinds.get(t, False) for t in types)
-
-
-def converted(raw: str, schema: Any) -> Any:
-    """A raw parameter value as the parameter's schema declares it.
-
-    A string parameter, or one the schema does not describe, keeps the text. Another
-    type is read as JSON (``true``/``false`` in any case for a boolean); a value that
-    does not read as that type stays text.
-    """
-    types = _declared_types(schema)
-    if not types or "string" in types:
-        return raw
-    text = raw.strip()
-    if "boolean" in types and text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    value = _json_value(text)
-    return value if value is not NOT_A_CALL and _fits(value, types) else raw
-
-
-def _property_schema(parameters: JSON, key: str) -> Any:
-    properties = parameters.get("properties")
-    return properties.get(key) if isinstance(properties, dict) else None
-
+from ._text_call_reader import (
+    JSON,
+    MORE,
+    NOT_A_CALL,
+    Found,
+    Opener,
+    Pending,
+    Reader,
+    TextCall,
+    Verdict,
+    call_from_json,
+    converted,
+    json_value,
+    property_schema,
+    skip_space,
+    starts,
+    text_call,
+    unfinished,
+)
 
 # ---------------------------------------------------------------- <tool_call>: Hermes, Qwen3-Coder, GLM
 
@@ -303,9 +63,9 @@ _FIRST_NAME = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]*)(")?')
 
 def parse_tool_call_tag(body: str, reader: Reader, at_end: bool) -> Verdict:
     """After ``<tool_call>``: JSON (Hermes), ``<function=`` (Qwen3-Coder) or a name (GLM)."""
-    pos = _skip_space(body, 0)
+    pos = skip_space(body, 0)
     if pos == len(body):
-        return _unfinished(at_end)
+        return unfinished(at_end)
     first = body[pos]
     if first in "{[":
         return _hermes(body, pos, reader, at_end) if "hermes" in reader.families else NOT_A_CALL
@@ -318,8 +78,8 @@ def parse_tool_call_tag(body: str, reader: Reader, at_end: bool) -> Verdict:
 
 def _close_tag(body: str, pos: int, at_end: bool) -> int | Pending:
     """The end of ``</tool_call>`` after ``pos`` (and space); at the end, a missing one."""
-    pos = _skip_space(body, pos)
-    start = _starts(body, pos, TOOL_CALL_CLOSE)
+    pos = skip_space(body, pos)
+    start = starts(body, pos, TOOL_CALL_CLOSE)
     if start == "yes":
         return pos + len(TOOL_CALL_CLOSE)
     if start == "partial":
@@ -336,20 +96,20 @@ def _hermes(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
             named = name in reader.offered if first.group(2) else reader.could_name(name)
             if not named:
                 return NOT_A_CALL
-        return _unfinished(at_end)
+        return unfinished(at_end)
     if end < 0:
         return NOT_A_CALL
     close = _close_tag(body, end, at_end)
     if isinstance(close, Pending):
         return close
-    value = _json_value(body[pos:end])
+    value = json_value(body[pos:end])
     objects = value if isinstance(value, list) else [value]
     calls: list[TextCall] = []
     for entry in objects:
         if not isinstance(entry, dict):
             return NOT_A_CALL
         arguments = entry.get("arguments", entry.get("parameters"))
-        call = _call(reader, entry.get("name"), arguments)
+        call = text_call(reader, entry.get("name"), arguments)
         if call is None:
             return NOT_A_CALL
         calls.append(call)
@@ -362,13 +122,13 @@ _FUNCTION_CLOSE = "</function>"
 
 
 def _qwen3_coder(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
-    start = _starts(body, pos, _FUNCTION)
+    start = starts(body, pos, _FUNCTION)
     if start != "yes":
-        return _unfinished(at_end) if start == "partial" else NOT_A_CALL
+        return unfinished(at_end) if start == "partial" else NOT_A_CALL
     pos += len(_FUNCTION)
     name_end = body.find(">", pos)
     if name_end < 0:
-        return _unfinished(at_end) if reader.could_name(body[pos:].strip()) else NOT_A_CALL
+        return unfinished(at_end) if reader.could_name(body[pos:].strip()) else NOT_A_CALL
     name = body[pos:name_end].strip()
     parameters = reader.offered.get(name)
     if parameters is None:
@@ -376,28 +136,28 @@ def _qwen3_coder(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
     arguments: JSON = {}
     pos = name_end + 1
     while True:
-        pos = _skip_space(body, pos)
+        pos = skip_space(body, pos)
         if body.startswith(_PARAMETER, pos):
             key_end = body.find(">", pos)
             value_end = body.find(_PARAMETER_CLOSE, key_end) if key_end >= 0 else -1
             if value_end < 0:
-                return _unfinished(at_end)
+                return unfinished(at_end)
             key = body[pos + len(_PARAMETER) : key_end].strip()
             raw = body[key_end + 1 : value_end]
             raw = raw[1:] if raw.startswith("\n") else raw
             raw = raw[:-1] if raw.endswith("\n") else raw
-            arguments[key] = converted(raw, _property_schema(parameters, key))
+            arguments[key] = converted(raw, property_schema(parameters, key))
             pos = value_end + len(_PARAMETER_CLOSE)
             continue
-        closing = _starts(body, pos, _FUNCTION_CLOSE)
+        closing = starts(body, pos, _FUNCTION_CLOSE)
         if closing == "yes":
             close = _close_tag(body, pos + len(_FUNCTION_CLOSE), at_end)
             if isinstance(close, Pending):
                 return close
             call = TextCall(name, orjson.dumps(arguments).decode())
             return Found((call,), close, "qwen3_coder")
-        if closing == "partial" or _starts(body, pos, _PARAMETER) == "partial":
-            return _unfinished(at_end)
+        if closing == "partial" or starts(body, pos, _PARAMETER) == "partial":
+            return unfinished(at_end)
         return NOT_A_CALL
 
 
@@ -409,7 +169,7 @@ _ARG_VALUE, _ARG_VALUE_CLOSE = "<arg_value>", "</arg_value>"
 def _glm(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
     stop = _NAME_END.search(body, pos)
     if stop is None:
-        return _unfinished(at_end) if reader.could_name(body[pos:].rstrip()) else NOT_A_CALL
+        return unfinished(at_end) if reader.could_name(body[pos:].rstrip()) else NOT_A_CALL
     name = body[pos : stop.start()].strip()
     parameters = reader.offered.get(name)
     if parameters is None:
@@ -417,29 +177,29 @@ def _glm(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
     arguments: JSON = {}
     pos = stop.start()
     while True:
-        pos = _skip_space(body, pos)
+        pos = skip_space(body, pos)
         if body.startswith(_ARG_KEY, pos):
             key_end = body.find(_ARG_KEY_CLOSE, pos)
             if key_end < 0:
-                return _unfinished(at_end)
+                return unfinished(at_end)
             key = body[pos + len(_ARG_KEY) : key_end].strip()
-            pos = _skip_space(body, key_end + len(_ARG_KEY_CLOSE))
-            opening = _starts(body, pos, _ARG_VALUE)
+            pos = skip_space(body, key_end + len(_ARG_KEY_CLOSE))
+            opening = starts(body, pos, _ARG_VALUE)
             if opening != "yes":
-                return _unfinished(at_end) if opening == "partial" else NOT_A_CALL
+                return unfinished(at_end) if opening == "partial" else NOT_A_CALL
             value_end = body.find(_ARG_VALUE_CLOSE, pos)
             if value_end < 0:
-                return _unfinished(at_end)
+                return unfinished(at_end)
             raw = body[pos + len(_ARG_VALUE) : value_end]
-            arguments[key] = converted(raw, _property_schema(parameters, key))
+            arguments[key] = converted(raw, property_schema(parameters, key))
             pos = value_end + len(_ARG_VALUE_CLOSE)
             continue
-        closing = _starts(body, pos, TOOL_CALL_CLOSE)
+        closing = starts(body, pos, TOOL_CALL_CLOSE)
         if closing == "yes":
             call = TextCall(name, orjson.dumps(arguments).decode())
             return Found((call,), pos + len(TOOL_CALL_CLOSE), "glm45")
-        if closing == "partial" or _starts(body, pos, _ARG_KEY) == "partial":
-            return _unfinished(at_end)
+        if closing == "partial" or starts(body, pos, _ARG_KEY) == "partial":
+            return unfinished(at_end)
         return NOT_A_CALL
 
 
@@ -453,18 +213,18 @@ _MISTRAL_ID_SO_FAR = re.compile(r"[A-Za-z0-9_-]{0,64}(?:\[A?R?G?S?)?")  # an id,
 
 def parse_mistral(body: str, reader: Reader, at_end: bool) -> Verdict:
     """After ``[TOOL_CALLS]``: ``N[ARGS]{...}`` (v11+, maybe ``[CALL_ID]id``) or a JSON list."""
-    pos = _skip_space(body, 0)
+    pos = skip_space(body, 0)
     if pos == len(body):
-        return _unfinished(at_end)
+        return unfinished(at_end)
     if body[pos] == "[":
         end = reader.json_end(body, pos)
         if end is None:
-            return _unfinished(at_end)
-        value = _json_value(body[pos:end]) if end > 0 else None
+            return unfinished(at_end)
+        value = json_value(body[pos:end]) if end > 0 else None
         if not isinstance(value, list) or not value:
             return NOT_A_CALL
         calls = [
-            _call(reader, e.get("name"), e.get("arguments"), e.get("id")) if isinstance(e, dict) else None
+            text_call(reader, e.get("name"), e.get("arguments"), e.get("id")) if isinstance(e, dict) else None
             for e in value
         ]
         if any(call is None for call in calls):
@@ -472,37 +232,37 @@ def parse_mistral(body: str, reader: Reader, at_end: bool) -> Verdict:
         return Found(tuple(c for c in calls if c is not None), end, "mistral")
     bracket = body.find("[", pos)
     if bracket < 0:
-        return _unfinished(at_end) if reader.could_name(body[pos:]) else NOT_A_CALL
+        return unfinished(at_end) if reader.could_name(body[pos:]) else NOT_A_CALL
     name = body[pos:bracket]
     if name not in reader.offered:
         return NOT_A_CALL
     call_id: str | None = None
-    marker = _starts(body, bracket, _ARGS)
+    marker = starts(body, bracket, _ARGS)
     if marker == "yes":
         pos = bracket + len(_ARGS)
     else:
-        with_id = _starts(body, bracket, _CALL_ID)
+        with_id = starts(body, bracket, _CALL_ID)
         if "partial" in (marker, with_id):
-            return _unfinished(at_end)
+            return unfinished(at_end)
         if with_id == "no":
             return NOT_A_CALL
         id_start = bracket + len(_CALL_ID)
         id_end = body.find(_ARGS, id_start)
         if id_end < 0:
-            return _unfinished(at_end) if _MISTRAL_ID_SO_FAR.fullmatch(body, id_start) else NOT_A_CALL
+            return unfinished(at_end) if _MISTRAL_ID_SO_FAR.fullmatch(body, id_start) else NOT_A_CALL
         call_id = body[id_start:id_end].strip()
         if not _MISTRAL_ID.fullmatch(call_id):
             return NOT_A_CALL
         pos = id_end + len(_ARGS)
-    pos = _skip_space(body, pos)
+    pos = skip_space(body, pos)
     if pos == len(body):
-        return _unfinished(at_end)
+        return unfinished(at_end)
     if body[pos] != "{":
         return NOT_A_CALL
     end = reader.json_end(body, pos)
     if end is None:
-        return _unfinished(at_end)
-    call = _call_from_json(reader, name, body[pos:end], call_id) if end > 0 else None
+        return unfinished(at_end)
+    call = call_from_json(reader, name, body[pos:end], call_id) if end > 0 else None
     return Found((call,), end, "mistral") if call is not None else NOT_A_CALL
 
 
@@ -525,12 +285,12 @@ class _Section:
         calls: list[TextCall] = []
         pos = 0
         while True:
-            pos = _skip_space(body, pos)
-            ends = [_starts(body, pos, marker) for marker in self.section_ends]
+            pos = skip_space(body, pos)
+            ends = [starts(body, pos, marker) for marker in self.section_ends]
             if "yes" in ends:
                 marker = self.section_ends[ends.index("yes")]
                 return Found(tuple(calls), pos + len(marker), self.family) if calls else NOT_A_CALL
-            begin = _starts(body, pos, self.call_begin)
+            begin = starts(body, pos, self.call_begin)
             if begin != "yes":
                 if at_end and calls and "partial" in ends:  # only the section's end is missing
                     return Found(tuple(calls), len(body), self.family)
@@ -581,9 +341,9 @@ def _deepseek_head_fits(head: str, reader: Reader, complete: bool) -> bool:
 def _deepseek_call(head: str, after: str, reader: Reader) -> TextCall | None:
     """V3.1+: ``N<sep>{...}``; V3/R1: ``function<sep>N`` and a fenced JSON block."""
     if head != "function" or after.lstrip().startswith("{"):
-        return _call_from_json(reader, head, after)
+        return call_from_json(reader, head, after)
     fenced = _DEEPSEEK_FENCED.fullmatch(after)
-    return _call_from_json(reader, fenced.group(1), fenced.group(2)) if fenced else None
+    return call_from_json(reader, fenced.group(1), fenced.group(2)) if fenced else None
 
 
 DEEPSEEK = _Section(
@@ -625,7 +385,7 @@ def _kimi_call(head: str, after: str, reader: Reader) -> TextCall | None:
     read = _kimi_name(head)
     if read is None or not read[1]:
         return None
-    return _call_from_json(reader, read[0], after)
+    return call_from_json(reader, read[0], after)
 
 
 KIMI = _Section(
