@@ -17,15 +17,17 @@ items carry calls and outputs as separate items, in any order a client kept them
 * reasoning waits for the assistant message it precedes; a user message (or the end)
   drops what still waits.
 
-The wire renders: a subclass says what a call's arguments, a system message, a user
-message, assistant text, a call and the results of a turn become (the ``_add_*`` and
-``_on_*`` hooks), and keeps its messages in ``_messages``.
+The wire renders: a subclass says what a call's arguments, a system message, reasoning,
+a user message, assistant text, a call and the results of a turn become (the abstract
+``_add_*``, ``_on_*`` and ``_*_arguments`` hooks), and keeps its messages in
+``_messages``. ``part_texts`` reads the text of a message's parts for both.
 
-A walk's state can be saved (``SavedWalk``) and resumed by the walker of a request whose
-items continue the same ones: it then walks only the new items. A save is refused when
-the walk decided something on the absence of an item that a later one could supply (an
-output whose call has not come, a turn closed before its outputs): such decisions are
-only right once every item is known.
+A walk's state can be saved (``_save_walk`` -> ``SavedWalk``, for a wire that says how to
+copy its last message, ``_own_copy``) and resumed (``_resume_walk``) by the walker of a
+request whose items continue the same ones: it then walks only the new items. A walk
+that decided something on the absence of an item that a later one could supply (an
+output whose call has not come, a turn closed before its outputs) is not to be saved
+(``_savable`` is false): such decisions are only right once every item is known.
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class ConversationWalker(ABC, Generic[M, A, R]):
     # -- save and resume
 
     def _save_walk(self) -> SavedWalk[M, R]:
-        """The state after ``walk`` (only when ``_savable``), before the end."""
+        """The state after ``walk``, before the end (ask only when ``_savable``)."""
         messages = self._messages
         turn = self._turn
         if messages:

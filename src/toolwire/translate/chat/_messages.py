@@ -235,7 +235,8 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
         return message
 
     def _add_call(self, message: ChatMessage, upstream_id: str, upstream_name: str, arguments: str) -> None:
-        self._attach_reasoning(message)
+        if self._reasoning:
+            self._attach_reasoning(message)
         message["tool_calls"].append(
             {"id": upstream_id, "type": "function", "function": {"name": upstream_name, "arguments": arguments}}
         )
