@@ -33,7 +33,7 @@ output whose call has not come, a turn closed before its outputs) is not to be s
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Generic, TypeVar, cast
 
@@ -90,6 +90,10 @@ class TurnCall:
     upstream_id: str
     upstream_name: str
     index: int
+
+
+Result = tuple[TurnCall, int, OutputItem | None]
+"""A call of a closing turn, its output's index and its output (None: missing, "aborted")."""
 
 
 @dataclass(slots=True)
@@ -152,16 +156,24 @@ class ConversationWalker(ABC, Generic[M, A, R]):
         self._emitted_calls: set[str] = set()
 
     def walk(self) -> None:
-        """Handle the items not walked yet, in order."""
+        """Handle the items not walked yet, in order: the one place the kinds of item are
+        told apart (calls and outputs, the most frequent, first)."""
         start, items = self._walked, self._items
         calls = self._index_calls_and_outputs(start)
-        on_call, on_item = self._on_call, self._on_item  # bound once: hundreds of items
+        on_call, on_output = self._on_call, self._on_output  # bound once: hundreds of items
         for index in range(start, len(items)):
             call = calls[index - start]
+            item = items[index]
             if call is not None:
                 on_call(index, call)
-            else:
-                on_item(index, items[index])
+            elif type(item) in _OUTPUT_ITEM_CLASSES:
+                on_output(index, cast("OutputItem", item).call_id)
+            elif type(item) is MessageItem:
+                self._on_message(index, item)
+            elif type(item) is ReasoningItem:
+                self._on_reasoning(index, item)
+            elif type(item) is not AdditionalToolsItem:  # additional_tools only declares tools
+                self._on_other_item(index, item)
         self._walked = len(items)
 
     def _end_walk(self) -> None:
@@ -251,26 +263,18 @@ class ConversationWalker(ABC, Generic[M, A, R]):
 
     # -- one method per kind of item
 
-    def _on_item(self, index: int, item: Item) -> None:
-        """Any item but a call."""
-        if type(item) is MessageItem:
-            if item.role in ("system", "developer"):
-                self._on_system(index, item)
-            elif item.role == "assistant":
-                self._on_assistant(index, item)
-            elif item.role == "user":
-                self._on_user(index, item)
-            else:
-                raise RequestError(
-                    f"Invalid 'input[{index}].role': {item.role!r} is not user, assistant, system or developer.",
-                    param=f"input[{index}].role",
-                )
-        elif type(item) is ReasoningItem:
-            self._on_reasoning(index, item)
-        elif type(item) in _OUTPUT_ITEM_CLASSES:
-            self._on_output(index, cast("OutputItem", item).call_id)
-        elif type(item) is not AdditionalToolsItem:  # additional_tools only declares tools
-            self._on_other_item(index, item)
+    def _on_message(self, index: int, item: MessageItem) -> None:
+        if item.role in ("system", "developer"):
+            self._on_system(index, item)
+        elif item.role == "assistant":
+            self._on_assistant(index, item)
+        elif item.role == "user":
+            self._on_user(index, item)
+        else:
+            raise RequestError(
+                f"Invalid 'input[{index}].role': {item.role!r} is not user, assistant, system or developer.",
+                param=f"input[{index}].role",
+            )
 
     def _on_user(self, index: int, item: MessageItem) -> None:
         self._close_turn()
@@ -325,29 +329,27 @@ class ConversationWalker(ABC, Generic[M, A, R]):
     # -- shared steps
 
     def _close_turn(self) -> None:
-        """Write the results of the open turn's calls, in call order."""
+        """Write the results of the open turn's calls: each call with its output, in call
+        order (an output found elsewhere moved to its call; none: "aborted")."""
         turn = self._turn
         if turn is None:
             return
         self._turn = None
-        self._write_results(turn, self._outputs_in_call_order(turn))
-
-    def _outputs_in_call_order(self, turn: ToolTurn[M]) -> Iterator[tuple[TurnCall, int, OutputItem | None]]:
-        """Each call of ``turn`` with its output's index and item (None: the output is
-        missing, the result is "aborted"), noting what was reshaped as it goes."""
+        results: list[Result] = []
         last_output_index = -1
         for call in turn.calls:
             entry = self._outputs.get(call.call_id)
             if entry is None:
                 self._savable = False  # its output may come later
                 self._notes.convert('missing tool outputs replaced by "aborted"')
-                yield call, -1, None
+                results.append((call, -1, None))
                 continue
             output_index, output = entry
             if output_index < last_output_index or output_index < call.index or call.call_id not in self._passed_outputs:
                 self._notes.convert("tool outputs reordered to follow their calls")
             last_output_index = output_index
-            yield call, output_index, output
+            results.append((call, output_index, output))
+        self._write_results(results)
 
     def _loaded_tools(self, output: ToolSearchOutputItem) -> str:
         """A tool search's output: what it loaded, by the flat names the backend calls the
@@ -416,8 +418,8 @@ class ConversationWalker(ABC, Generic[M, A, R]):
         """A call, into its turn's message (with the reasoning waiting for it)."""
 
     @abstractmethod
-    def _write_results(self, turn: ToolTurn[M], results: Iterator[tuple[TurnCall, int, OutputItem | None]]) -> None:
-        """The results of a closing turn's calls, from ``results`` (read them in order)."""
+    def _write_results(self, results: list[Result]) -> None:
+        """The results of a closing turn's calls, in call order."""
 
 
 def part_texts(

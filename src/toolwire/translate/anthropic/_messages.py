@@ -23,7 +23,6 @@ rules that cost a 400 when broken; the builder keeps them all:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, cast
 
 import orjson
@@ -40,7 +39,7 @@ from toolwire.protocol import (
     WebSearchCallItem,
 )
 
-from .._conversation import ConversationWalker, OutputItem, ToolTurn, TurnCall, part_texts
+from .._conversation import ConversationWalker, OutputItem, Result, part_texts
 from .._notes import Notes
 from .._tools import join_paragraphs
 from ..reasoning import open_reasoning_blocks
@@ -163,7 +162,7 @@ class MessageBuilder(ConversationWalker[JSON, JSON, JSON]):
         message["content"].extend(self._take_reasoning())
         message["content"].append({"type": "tool_use", "id": upstream_id, "name": upstream_name, "input": arguments})
 
-    def _write_results(self, turn: ToolTurn[JSON], results: Iterator[tuple[TurnCall, int, OutputItem | None]]) -> None:
+    def _write_results(self, results: list[Result]) -> None:
         """The turn's ``tool_result`` blocks, in call order, opening the next user message."""
         blocks: list[JSON] = []
         for call, output_index, output in results:

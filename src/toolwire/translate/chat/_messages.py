@@ -24,7 +24,6 @@ resumes it sends them as those bytes instead of serializing them again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -47,7 +46,7 @@ from toolwire.protocol import (
     ToolSearchOutputItem,
 )
 
-from .._conversation import ConversationWalker, OutputItem, SavedWalk, ToolTurn, TurnCall
+from .._conversation import ConversationWalker, OutputItem, Result, SavedWalk
 from .._notes import Notes
 from .._tools import join_paragraphs, tool_search_arguments_text, wrap_raw_input
 from ..reasoning import open_reasoning
@@ -170,8 +169,7 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
     def _function_arguments(self, index: int, arguments: str) -> str:
         return arguments or "{}"
 
-    def _custom_arguments(self, text: str) -> str:
-        return wrap_raw_input(text)
+    _custom_arguments = staticmethod(wrap_raw_input)
 
     def _tool_search_arguments(self, index: int, item: ToolSearchCallItem) -> str:
         return tool_search_arguments_text(item)
@@ -241,9 +239,7 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
             {"id": upstream_id, "type": "function", "function": {"name": upstream_name, "arguments": arguments}}
         )
 
-    def _write_results(
-        self, turn: ToolTurn[ChatMessage], results: Iterator[tuple[TurnCall, int, OutputItem | None]]
-    ) -> None:
+    def _write_results(self, results: list[Result]) -> None:
         """The turn's tool messages in call order, then the images they returned."""
         images: list[dict[str, Any]] = []
         for call, output_index, output in results:
