@@ -93,7 +93,7 @@ def _function(name: str, parameters: JSON | None, *descriptions: str | None) -> 
 # ---------------------------------------------------------------- tool_choice
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChosenTools:
     """The client's ``tool_choice``, read: a mode (None: none given, or a named tool), the
     one tool to call, and the only tools to send (None: all)."""

@@ -25,7 +25,7 @@ resumes it sends them as those bytes instead of serializing them again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 
@@ -57,10 +57,10 @@ from .profile import BackendProfile
 _MAX_RUNS = 16
 
 
-@dataclass(frozen=True, slots=True)
-class SavedBuild:
+class SavedBuild(NamedTuple):
     """A builder's state after walking ``walked`` items, before finishing: the walk's, and
-    which of its messages have every field ``finish`` adds and are serialized already."""
+    which of its messages have every field ``finish`` adds and are serialized already
+    (read-only, like ``SavedWalk``)."""
 
     walk: SavedWalk[ChatMessage, str]
     defaulted: int  # the first ``defaulted`` messages have every field ``finish`` adds
