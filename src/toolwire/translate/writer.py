@@ -1,6 +1,6 @@
 """``ResponsesEventWriter``: the one writer of a Responses event stream.
 
-Every answer translator (a Chat stream, a Responses backend's stream, next an Anthropic
+Every answer translator (a Chat stream, a Responses backend's stream, an Anthropic
 Messages stream) decides *what* happens to the response it builds; the writer says it,
 as the events a Responses client reads (reference §2-§5):
 
