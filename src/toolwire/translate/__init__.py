@@ -14,17 +14,26 @@ No I/O here: requests in, requests out; backend answers in, Responses events out
   into a Messages request for a ``MessagesProfile`` (``MESSAGES_PRESETS``);
   ``MessagesStreamTranslator`` turns its stream events (or whole Message) back.
 
-What both wires share lives beside them, once: ``ResponsesEventWriter`` (``writer``),
+What the wires share lives beside them, once: ``ResponsesEventWriter`` (``writer``),
 the one writer of Responses stream events, and ``decide_stream_end`` (``stream_end``),
 how a stream ends; ``AnswerTranslator`` (``translator``), what every answer translator
 offers the server; ``UpstreamToolTable`` (``tool_table``), flat tool names for backends
 without namespaces; ``recover_custom_input`` (``custom_input``), a freeform tool's raw
 input from a model's function arguments; the reasoning envelope (``reasoning``); and the
 private ``_tools`` (which tools are callable, custom tools as functions, the listing of
-what a tool search loaded, ``ToolIndex``: the base of both wires' tool tables, with the
+what a tool search loaded, ``ToolIndex``: the base of the wires' tool tables, with the
 guess of which tool a bare name means), ``_json_repair`` and ``_echo`` (the request
 fields a Response repeats, and ``complete_response`` / ``complete_usage``: a Response or
 its usage made whole, with every field the Open Responses specification requires).
+
+The Chat and Messages wires, which both rebuild the conversation as messages for a
+backend with flat function tools, share more: ``_conversation`` (the walk of the input
+items that pairs calls with their outputs, turn by turn; each wire renders it),
+``_offer`` (the tools offered as functions, and the client's ``tool_choice`` read),
+``_fields`` (the request fields no wire translates), ``_item_stream`` (the stream
+translator that builds the items itself: lifecycle, end, calls, failure), ``_calls``
+(a streamed call's state machine, read back against the declared tools), ``_notes``
+and ``_failures``.
 
 Import from here: the submodules are private to this package.
 """

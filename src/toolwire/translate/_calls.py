@@ -1,7 +1,8 @@
 """A tool call of a backend's stream, from its first fragment to the item the client gets.
 
-A fragment (``CallFragment``) is what one delta of a stream says about one call: a Chat
-``tool_calls[]`` entry, or an Anthropic ``tool_use`` block's start and its JSON deltas.
+A fragment (``CallFragment``) is what one delta of a Chat stream says about one call (a
+``tool_calls[]`` entry, or a call written into the text); an Anthropic ``tool_use``
+block's JSON deltas go straight into its ``OpenCall``.
 
 ``OpenCall`` gathers a call's fragments; its ``CallState`` says whether it waits (no name
 yet, or another item is open), streams, or is done. When it goes live, ``CallReader``

@@ -1,8 +1,8 @@
 """What every wire's translation knows about the client's tools, once.
 
 A backend that lacks a tool kind is offered the tool in a shape it knows, and what it
-answers is read back against the declared tools. Both the Chat translation and the
-Responses downgrade do this the same way:
+answers is read back against the declared tools. The Chat and Messages translations
+and the Responses downgrade do this the same way:
 
 * ``is_model_callable``: which declared tools the model may call through the backend
   (not hosted tools, not a tool_search the provider runs);

@@ -8,8 +8,9 @@ Whole, the server calls ``translate_whole(answer)`` once and gets the Response o
 ``response`` is the Response so far (the final one once ``finished``); ``conversions``
 lists every repair made, for logs and metrics.
 
-``ChatStreamTranslator`` and ``ResponsesStreamRestorer`` are answer translators, built
-on ``WrittenAnswer``: the part of one that its ``ResponsesEventWriter`` answers.
+``ChatStreamTranslator``, ``MessagesStreamTranslator`` (both on ``ItemStreamTranslator``)
+and ``ResponsesStreamRestorer`` are answer translators, built on ``WrittenAnswer``: the
+part of one that its ``ResponsesEventWriter`` answers.
 """
 
 from __future__ import annotations

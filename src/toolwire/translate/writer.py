@@ -1,13 +1,14 @@
 """``ResponsesEventWriter``: the one writer of a Responses event stream.
 
-Every answer translator (a Chat stream, a Responses backend's stream, next an Anthropic
+Every answer translator (a Chat stream, a Responses backend's stream, an Anthropic
 Messages stream) decides *what* happens to the response it builds; the writer says it,
 as the events a Responses client reads (reference §2-§5):
 
 * every event gets the next ``sequence_number`` (0, 1, 2, ... across the stream);
 * item ids are fresh and reproducible (``new_id``), output indices follow the order of
   adding (``new_output_index``; ``add_item`` takes both and writes ``.added``);
-* one method per event: the lifecycle (``begin``, ``lifecycle``), items
+* one method per event: the lifecycle (``begin``, ``lifecycle``; ``open`` begins the
+  stream if need be and says whether it still takes events), items
   (``item_added`` / ``item_done``), content parts, text / refusal / reasoning deltas
   and their ``.done``, function-call arguments, custom tool input, and ``error``;
 * the stream's end: ``end(decide_stream_end(...), ...)`` writes ``response.completed``,
@@ -187,6 +188,16 @@ class ResponsesEventWriter:
         if self.state is _NOT_STARTED:
             self.lifecycle("response.created", self.response("in_progress", output=[]))
             self.lifecycle("response.in_progress", self.response("in_progress", output=[]))
+
+    def open(self) -> bool:
+        """Whether the stream takes more events (no terminal event yet), ``begin`` written
+        first if it was not: what a translator asks before it writes."""
+        state = self.state
+        if state is _ENDED:
+            return False
+        if state is _NOT_STARTED:
+            self.begin()
+        return True
 
     def lifecycle(self, kind: LifecycleType, response: JSON) -> None:
         """A lifecycle event carrying ``response``; a terminal one ends the stream."""

@@ -33,42 +33,7 @@ def user_blocks(
     """A user message's blocks: text, images and documents (no empty text)."""
     if isinstance(content, str):
         return [text_block(content)] if content else []
-    blocks: list[JSON] = []
-    for index, part in enumerate(content):
-        here = f"{where}[{index}]"
-        if type(part) is InputText or type(part) is OutputText:
-            if part.text:
-                blocks.append(text_block(part.text))
-        elif type(part) is Refusal:
-            if part.refusal:
-                blocks.append(text_block(part.refusal))
-        elif type(part) is InputImage:
-            blocks.append(image_block(part, here, profile, notes))
-        elif type(part) is InputFile:
-            block = document_block(part, here, profile, notes)
-            if block is not None:
-                blocks.append(block)
-        else:
-            notes.warn("message parts dropped (no Messages API equivalent)", f"{part.type} at {here}")
-    return blocks
-
-
-def texts(content: str | Sequence[ContentPart], where: str, notes: Notes, what: str) -> list[str]:
-    """The non-empty text of every text or refusal part; other parts dropped with a warning."""
-    if isinstance(content, str):
-        return [content] if content else []
-    found: list[str] = []
-    for index, part in enumerate(content):
-        if type(part) is InputText or type(part) is OutputText:
-            text = part.text
-        elif type(part) is Refusal:
-            text = part.refusal
-        else:
-            notes.warn(f"{what} dropped (text only)", f"{part.type} at {where}[{index}]")
-            continue
-        if text:
-            found.append(text)
-    return found
+    return _blocks(content, where, profile, notes, user=True)
 
 
 def tool_result_content(
@@ -77,14 +42,31 @@ def tool_result_content(
     """A tool output as ``tool_result`` content: its string, or text and image blocks."""
     if isinstance(output, str):
         return output
+    return _blocks(output, where, profile, notes, user=False)
+
+
+def _blocks(
+    parts: Sequence[ContentPart], where: str, profile: MessagesProfile, notes: Notes, *, user: bool
+) -> list[JSON]:
+    """The parts' text and image blocks; in a ``user`` message also its refusals (as text)
+    and documents. Other parts are dropped with a warning."""
     blocks: list[JSON] = []
-    for index, part in enumerate(output):
+    for index, part in enumerate(parts):
         here = f"{where}[{index}]"
         if type(part) is InputText or type(part) is OutputText:
             if part.text:
                 blocks.append(text_block(part.text))
         elif type(part) is InputImage:
             blocks.append(image_block(part, here, profile, notes))
+        elif user and type(part) is Refusal:
+            if part.refusal:
+                blocks.append(text_block(part.refusal))
+        elif user and type(part) is InputFile:
+            block = document_block(part, here, profile, notes)
+            if block is not None:
+                blocks.append(block)
+        elif user:
+            notes.warn("message parts dropped (no Messages API equivalent)", f"{part.type} at {here}")
         else:
             notes.warn("tool output parts dropped (tool results take text and images)", f"{part.type} at {here}")
     return blocks

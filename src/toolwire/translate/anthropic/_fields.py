@@ -9,17 +9,19 @@
   with a forced tool thinking is off (the client's explicit choice wins).
 * ``temperature`` is lowered to the profile's maximum (Anthropic takes 0-1, Responses 0-2).
 
-A field with no Messages equivalent is not sent, and one warning names them all; the
-Responses server's own bookkeeping (``store``, ``metadata``, ...) is dropped silently.
+A field with no Messages equivalent (``text.format`` other than text included) is not
+sent, and one warning names them all (``.._fields``: also the fields no wire
+translates); the Responses server's own bookkeeping (``store``, ``metadata``, ...) is
+dropped silently.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest
 
+from .._fields import note_lost_fields, read_text_format
 from .._notes import Notes
 from .profile import MessagesProfile
 
@@ -28,40 +30,6 @@ JSON = dict[str, Any]
 MIN_THINKING_BUDGET = 1024
 THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000}
 _NO_THINKING = frozenset({"minimal", "none"})
-
-_TRANSLATED_FIELDS = frozenset(
-    {
-        "model",
-        "input",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "max_output_tokens",
-        "temperature",
-        "top_p",
-        "text",
-        "reasoning",
-        "stream",
-    }
-)
-_SILENTLY_DROPPED_FIELDS = frozenset(
-    {
-        "store",
-        "include",
-        "prompt_cache_key",
-        "prompt_cache_retention",
-        "client_metadata",
-        "metadata",
-        "user",
-        "safety_identifier",
-        "service_tier",
-        "stream_options",
-        "previous_response_id",
-    }
-)
-_DEFAULT_VALUES: dict[str, Any] = {"truncation": "disabled"}
-
 
 def thinking_budget(request: ResponsesRequest) -> int | None:
     """The thinking budget ``reasoning.effort`` asks for; None: no thinking."""
@@ -104,26 +72,12 @@ def add_generation_fields(
             lost.append("top_p (below 0.95 is not allowed with thinking)")
         else:
             body["top_p"] = request.top_p
-    _check_text(request.text or {}, lost)
+    output_format = read_text_format(request.text or {}, lost)
+    if output_format is not None and output_format.get("type") not in (None, "text"):
+        lost.append(f"text.format ({output_format.get('type')})")
     for key, value in (request.reasoning or {}).items():
         if value is not None and key not in ("effort", "context", "summary"):
             lost.append(f"reasoning.{key}")
     if request.stream:
         body["stream"] = True
-    for name in request.model_fields_set:
-        if name in _TRANSLATED_FIELDS or name in _SILENTLY_DROPPED_FIELDS:
-            continue
-        value = getattr(request, name, None)
-        if value is not None and value is not False and _DEFAULT_VALUES.get(name) != value:
-            lost.append(name)
-    if lost:
-        notes.warn(f"request fields not forwarded (no Messages API equivalent): {', '.join(sorted(lost))}")
-
-
-def _check_text(text: JSON, lost: list[str]) -> None:
-    text_format = text.get("format")
-    if text_format is not None and not isinstance(text_format, dict):
-        raise RequestError("Invalid 'text.format': expected an object.", param="text.format")
-    if isinstance(text_format, dict) and text_format.get("type") not in (None, "text"):
-        lost.append(f"text.format ({text_format.get('type')})")
-    lost.extend(f"text.{key}" for key, value in text.items() if key != "format" and value is not None)
+    note_lost_fields(request, lost, notes, "Messages API")

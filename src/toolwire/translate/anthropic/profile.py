@@ -67,54 +67,50 @@ class MessagesProfile:
 
 ANTHROPIC = MessagesProfile(web_search=True)
 
+# What the Anthropic-compatible endpoints of the other vendors below have in common: no
+# PDF ``document`` blocks, no ``cache_control`` breakpoints, no server tools, and a
+# larger default ``max_tokens``.
+_COMPATIBLE = MessagesProfile(documents=False, cache_control=False, default_max_tokens=32768)
+
 MESSAGES_PRESETS: dict[str, MessagesProfile] = {
     "anthropic": ANTHROPIC,
     # Any other Anthropic-compatible server: the full wire, no server tools.
     "generic": replace(ANTHROPIC, name="generic", web_search=False),
-    # api.deepseek.com/anthropic: no image or document blocks, no redacted_thinking,
-    # cache_control ignored (its prefix cache is automatic); temperature 0-2; thinking
-    # blocks must come back in a tool loop.
-    "deepseek-anthropic": MessagesProfile(
+    # api.deepseek.com/anthropic: no image blocks either, no redacted_thinking, its prefix
+    # cache automatic; temperature 0-2; thinking blocks must come back in a tool loop.
+    "deepseek-anthropic": replace(
+        _COMPATIBLE,
         name="deepseek-anthropic",
         base_url="https://api.deepseek.com/anthropic",
         api_key_env="DEEPSEEK_API_KEY",
         images=False,
-        documents=False,
         redacted_thinking=False,
-        cache_control=False,
         max_temperature=2.0,
-        default_max_tokens=32768,
     ),
     # api.moonshot.ai/anthropic (Kimi K2): automatic context caching.
-    "kimi-anthropic": MessagesProfile(
+    "kimi-anthropic": replace(
+        _COMPATIBLE,
         name="kimi-anthropic",
         base_url="https://api.moonshot.ai/anthropic",
         api_key_env="MOONSHOT_API_KEY",
-        documents=False,
-        cache_control=False,
-        default_max_tokens=32768,
     ),
     # open.bigmodel.cn/api/anthropic (api.z.ai/api/anthropic abroad): documented with
     # a bearer token (Claude Code's ANTHROPIC_AUTH_TOKEN).
-    "glm-anthropic": MessagesProfile(
+    "glm-anthropic": replace(
+        _COMPATIBLE,
         name="glm-anthropic",
         base_url="https://open.bigmodel.cn/api/anthropic",
         api_key_env="ZHIPUAI_API_KEY",
         key_header="bearer",
-        documents=False,
-        cache_control=False,
-        default_max_tokens=32768,
     ),
     # api.minimax.io/anthropic (api.minimaxi.com in China): text and tool calls only (no
-    # image or document input), temperature in (0, 1]; the whole assistant content,
-    # thinking included, must come back in a tool loop.
-    "minimax-anthropic": MessagesProfile(
+    # image input either), temperature in (0, 1]; the whole assistant content, thinking
+    # included, must come back in a tool loop.
+    "minimax-anthropic": replace(
+        _COMPATIBLE,
         name="minimax-anthropic",
         base_url="https://api.minimax.io/anthropic",
         api_key_env="MINIMAX_API_KEY",
         images=False,
-        documents=False,
-        cache_control=False,
-        default_max_tokens=32768,
     ),
 }

@@ -25,9 +25,9 @@ from typing import Any
 
 from toolwire.errors import RequestError
 from toolwire.protocol import ResponsesRequest
-from toolwire.tools import ConfigurationError, ToolCatalog
 
 from .._notes import Notes
+from .._offer import request_catalog
 from ..tool_table import UpstreamToolTable
 from ._content import text_block
 from ._fields import add_generation_fields, thinking_budget
@@ -60,11 +60,7 @@ def translate_messages_request(
     ``model`` replaces ``request.model`` (a routing table's upstream model name).
     """
     notes = Notes()
-    try:
-        catalog = ToolCatalog.from_request(request)
-    except ConfigurationError as exc:
-        raise RequestError(exc.message, param="tools") from exc
-    declared = catalog.derived(DeclaredTools.of)
+    declared = request_catalog(request).derived(DeclaredTools.of)
     choice = resolve_tool_choice(request.tool_choice, declared.table)
     builder = MessageBuilder(request, declared.table, profile, notes)
     messages = builder.build()

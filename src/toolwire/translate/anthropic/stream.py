@@ -10,8 +10,10 @@ as the stream that would have carried it (``message_events``).
 
 The translator decides; ``ResponsesEventWriter`` writes, ``decide_stream_end`` says how
 the stream ends (``stop_reason`` mapped by ``finish_reason``: ``max_tokens`` is
-``incomplete``; a stream that stops before its ``message_delta`` failed). Content
-blocks come one after another, so items do too:
+``incomplete``; a stream that stops before its ``message_delta`` failed). What it shares
+with the Chat wire's translator (the lifecycle, the end, calls going live and closing,
+the failure) is ``ItemStreamTranslator``'s (``.._item_stream``). Content blocks come one
+after another, so items do too:
 
 * ``text`` blocks are one assistant ``message`` until another kind of block starts;
 * ``thinking`` and ``redacted_thinking`` blocks are ``reasoning`` items whose
@@ -34,48 +36,39 @@ from typing import Any
 
 import orjson
 
-from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.protocol import ResponsesRequest
 from toolwire.tools import ToolKind
 
-from .._calls import CLOSED, CallReader, ItemStatus, OpenCall, call_item
+from .._calls import ItemStatus, OpenCall
 from .._failures import upstream_failure
+from .._item_stream import ItemStreamTranslator, OpenItem
 from ..reasoning import seal_reasoning
-from ..stream_end import StreamOutcome, decide_stream_end
+from ..stream_end import StreamEnd, decide_stream_end
 from ..tool_table import UpstreamToolTable
-from ..translator import WrittenAnswer
-from ..writer import ResponsesEventWriter, StreamState
 from ._events import finish_reason, map_usage, merge_usage, message_events
 
 __all__ = ["MessagesStreamTranslator"]
 
 JSON = dict[str, Any]
-_ENDED = StreamState.ENDED
-_FAILED, _COMPLETED = StreamOutcome.FAILED, StreamOutcome.COMPLETED
 
 
 # ---------------------------------------------------------------- open items
 
 
 @dataclass(slots=True)
-class _OpenMessage:
-    item_id: str
-    output_index: int
+class _OpenMessage(OpenItem):
     text: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class _OpenThinking:
-    item_id: str
-    output_index: int
+class _OpenThinking(OpenItem):
     block: JSON  # the block as it will go back: thinking + signature, or redacted data
     text: list[str] = field(default_factory=list)
     signature: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class _OpenSearch:
-    item_id: str
-    output_index: int
+class _OpenSearch(OpenItem):
     upstream_id: str
     query: list[str] = field(default_factory=list)
     sources: list[JSON] = field(default_factory=list)
@@ -85,7 +78,7 @@ class _OpenSearch:
 _OpenItem = _OpenMessage | _OpenThinking | _OpenSearch | OpenCall
 
 
-class MessagesStreamTranslator(WrittenAnswer):
+class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking | _OpenSearch]):
     """Translate one Anthropic Messages stream into one Responses event stream."""
 
     def __init__(
@@ -97,29 +90,15 @@ class MessagesStreamTranslator(WrittenAnswer):
         created_at: int,
         model: str,
     ) -> None:
-        self._writer = ResponsesEventWriter(request, response_id=response_id, created_at=created_at, model=model)
-        self.conversions: list[str] = []
-        """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
-        self._reader = CallReader(tools, self.conversions)
-        self._output: list[JSON] = []
-        self._live: _OpenItem | None = None
+        super().__init__(request, tools, response_id=response_id, created_at=created_at, model=model)
         self._blocks: dict[int, _OpenItem] = {}  # by content block index, until the block stops
         self._start_input: dict[int, JSON] = {}
         self._stop_reason: str | None = None
-        self._usage: JSON | None = None
 
     # ------------------------------------------------------------ public API
 
-    def start(self) -> list[StreamEvent]:
-        self._writer.begin()
-        return self._writer.take()
-
-    def feed(self, event: JSON) -> list[StreamEvent]:
-        """The events one upstream stream event produces."""
-        writer = self._writer
-        if writer.state is _ENDED:
-            return []
-        writer.begin()
+    def _read(self, event: JSON) -> None:
+        """One upstream stream event."""
         match event.get("type"):
             case "content_block_delta":
                 self._on_delta(event.get("index"), event.get("delta"))
@@ -140,36 +119,19 @@ class MessagesStreamTranslator(WrittenAnswer):
                 self._usage = merge_usage(self._usage, event.get("usage"))
             case "error":
                 message, code = upstream_failure(event) or ("The upstream reported an error.", "server_error")
-                return self._fail(message, code)
-        return writer.take()
+                self._write_failure(message, code)
 
-    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
-        """The upstream ended: close open items in order and write the terminal event."""
-        writer = self._writer
-        if writer.state is _ENDED:
-            return []
-        writer.begin()
+    # ------------------------------------------------------------ the wire's ending and usage
+
+    def _as_stream(self, answer: JSON) -> list[JSON]:
+        return message_events(answer)
+
+    def _end_of_stream(self, ended_cleanly: bool) -> StreamEnd:
         reason = finish_reason(self._stop_reason) if self._stop_reason is not None else None
-        end = decide_stream_end(reason, produced=writer.items_added > 0, ended_cleanly=ended_cleanly)
-        if end.outcome is _FAILED:
-            self._live = None  # open items stay unfinished
-        else:
-            self._close_live("completed" if end.outcome is _COMPLETED else "incomplete")
-        writer.end(end, output=list(self._output), usage=map_usage(self._usage), completed_at=completed_at)
-        return writer.take()
+        return decide_stream_end(reason, produced=self._writer.items_added > 0, ended_cleanly=ended_cleanly)
 
-    def fail(self, message: str, *, code: str = "server_error") -> list[StreamEvent]:
-        if self._writer.state is _ENDED:
-            return []
-        self._writer.begin()
-        return self._fail(message, code)
-
-    def translate_whole(self, message: JSON) -> JSON:
-        """The Response object for a whole (non-streamed) Message."""
-        for event in message_events(message):
-            self.feed(event)
-        self.finish()
-        return self.response
+    def _mapped_usage(self) -> JSON | None:
+        return map_usage(self._usage)
 
     def _response_so_far(self) -> JSON:
         return self._writer.response("in_progress", output=list(self._output))
@@ -301,14 +263,11 @@ class MessagesStreamTranslator(WrittenAnswer):
         return thinking
 
     def _open_call(self, block: JSON) -> OpenCall:
-        writer = self._writer
         name = block.get("name")
         upstream_id = block.get("id")
         call = OpenCall(upstream_id=upstream_id if isinstance(upstream_id, str) and upstream_id else None)
         call.name = name if isinstance(name, str) and name else "unnamed_tool"
-        self._reader.go_live(call, writer.new_output_index(), writer.new_id)
-        writer.item_added(call.output_index, call_item(call, "in_progress", {} if call.kind is ToolKind.TOOL_SEARCH else ""))
-        self._live = call
+        self._go_live(call)
         return call
 
     def _open_search(self, upstream_id: str) -> _OpenSearch:
@@ -318,27 +277,17 @@ class MessagesStreamTranslator(WrittenAnswer):
         search = self._live = _OpenSearch(item_id, output_index, upstream_id)
         return search
 
-    def _close_live(self, status: ItemStatus) -> None:
-        """Finish the open item, if any: its ``.done`` events, then ``output_item.done``."""
-        live, self._live = self._live, None
-        if live is None:
-            return
-        writer = self._writer
-        item: JSON
+    def _close_item(self, live: _OpenMessage | _OpenThinking | _OpenSearch, status: ItemStatus) -> JSON:
         if isinstance(live, _OpenMessage):
+            writer = self._writer
             text = "".join(live.text)
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
             writer.text_done(live.item_id, live.output_index, 0, text)
             writer.part_done(live.item_id, live.output_index, 0, part)
-            item = {"id": live.item_id, "type": "message", "status": status, "role": "assistant", "content": [part]}
-        elif isinstance(live, _OpenThinking):
-            item = self._thinking_item(live, status)
-        elif isinstance(live, _OpenSearch):
-            item = self._search_item(live)
-        else:
-            item = self._close_call(live, status)
-        self._output.append(item)
-        writer.item_done(live.output_index, item)
+            return {"id": live.item_id, "type": "message", "status": status, "role": "assistant", "content": [part]}
+        if isinstance(live, _OpenThinking):
+            return self._thinking_item(live, status)
+        return self._search_item(live)
 
     def _thinking_item(self, thinking: _OpenThinking, status: ItemStatus) -> JSON:
         writer = self._writer
@@ -379,32 +328,3 @@ class MessagesStreamTranslator(WrittenAnswer):
             "status": "failed" if search.failed else "completed",
             "action": action,
         }
-
-    def _close_call(self, call: OpenCall, status: ItemStatus) -> JSON:
-        """A call's closing events (its whole input or arguments) and its done item."""
-        call.state = CLOSED
-        writer, reader = self._writer, self._reader
-        if call.kind is ToolKind.CUSTOM:
-            text = reader.custom_input(call)
-            if text:
-                writer.custom_input_delta(call.item_id, call.output_index, text)
-            writer.custom_input_done(call.item_id, call.output_index, text)
-            return call_item(call, status, text)
-        if call.kind is ToolKind.TOOL_SEARCH:
-            return call_item(call, status, reader.tool_search_arguments(call))
-        streamed = call.arguments
-        arguments = reader.function_arguments(call, status)
-        if not streamed and arguments:
-            writer.arguments_delta(call.item_id, call.output_index, arguments)
-        writer.arguments_done(call.item_id, call.output_index, arguments, call.client_name)
-        return call_item(call, status, arguments)
-
-    # ------------------------------------------------------------ failure
-
-    def _fail(self, message: str, code: str) -> list[StreamEvent]:
-        """``error`` then ``response.failed`` with the items done so far."""
-        writer = self._writer
-        snapshot = writer.response("in_progress", output=list(self._output), usage=map_usage(self._usage))
-        writer.fail(snapshot, message, code)
-        self._live = None
-        return writer.take()

@@ -1,9 +1,10 @@
 """The content of Chat messages, from the parts of Responses input messages.
 
-A user message keeps text, images (``image_url``), files (``file_data``) and audio;
-assistant and system messages keep their text. Parts without a Chat equivalent are
-dropped with a warning naming where they were; an image or file given only by id or URL
-(which Chat cannot take) is a ``RequestError`` naming the part.
+A user message keeps text, images (``image_url``), files (``file_data``) and audio; a
+system message keeps its text (``part_texts``, which also reads an assistant message's).
+Parts without a Chat equivalent are dropped with a warning naming where they were; an
+image or file given only by id or URL (which Chat cannot take) is a ``RequestError``
+naming the part.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, NoReturn
 from toolwire.errors import RequestError
 from toolwire.protocol import ContentPart, InputFile, InputImage, InputText, OutputText, Refusal
 
+from .._conversation import part_texts
 from .._notes import Notes
 from .._tools import join_paragraphs
 
@@ -70,33 +72,9 @@ def _as_parts(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]
     return [{"type": "text", "text": content}] if content else []
 
 
-def assistant_text(content: str | Sequence[ContentPart], where: str, notes: Notes) -> str:
-    """An assistant message's text: its output_text (and refusal) parts, concatenated."""
-    if isinstance(content, str):
-        return content
-    return "".join(_texts(content, where, notes, "assistant message parts", refusals=True))
-
-
 def system_text(content: str | Sequence[ContentPart], where: str, notes: Notes) -> str:
     """A system/developer message's text; its parts joined with blank lines."""
-    if isinstance(content, str):
-        return content
-    return join_paragraphs(*_texts(content, where, notes, "system message parts", refusals=False))
-
-
-def _texts(
-    content: Sequence[ContentPart], where: str, notes: Notes, parts: str, *, refusals: bool
-) -> list[str]:
-    """The text of every text part (and refusal, if ``refusals``); the others dropped."""
-    texts: list[str] = []
-    for index, part in enumerate(content):
-        if type(part) is OutputText or type(part) is InputText:
-            texts.append(part.text)
-        elif refusals and type(part) is Refusal:
-            texts.append(part.refusal)
-        else:
-            notes.warn(f"{parts} dropped (text only)", f"{part.type} at {where}[{index}]")
-    return texts
+    return join_paragraphs(*part_texts(content, where, notes, "system message parts", refusals=False))
 
 
 def image_part(part: InputImage, where: str) -> dict[str, Any]:

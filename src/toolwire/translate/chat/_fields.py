@@ -2,8 +2,8 @@
 reasoning effort and streaming, under the names the backend's profile gives them.
 
 A field with no Chat Completions equivalent (or that the backend does not take) is not
-sent, and one warning names them all; the Responses server's own bookkeeping
-(``store``, ``metadata``, ``previous_response_id``, ...) is dropped silently.
+sent, and one warning names them all (``.._fields``: also the fields no wire translates);
+the Responses server's own bookkeeping (``store``, ``metadata``, ...) is dropped silently.
 """
 
 from __future__ import annotations
@@ -13,43 +13,9 @@ from typing import Any, cast
 from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
 
+from .._fields import note_lost_fields, read_text_format
 from .._notes import Notes
 from .profile import BackendProfile
-
-_TRANSLATED_FIELDS = frozenset(
-    {
-        "model",
-        "input",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "max_output_tokens",
-        "temperature",
-        "top_p",
-        "text",
-        "reasoning",
-        "stream",
-    }
-)
-# Bookkeeping for the Responses server itself: dropping them changes nothing the model does.
-_SILENTLY_DROPPED_FIELDS = frozenset(
-    {
-        "store",
-        "include",
-        "prompt_cache_key",
-        "prompt_cache_retention",
-        "client_metadata",
-        "metadata",
-        "user",
-        "safety_identifier",
-        "service_tier",
-        "stream_options",
-        # Resolved by the server from its response store before translation.
-        "previous_response_id",
-    }
-)
-_DEFAULT_VALUES: dict[str, Any] = {"truncation": "disabled"}
 
 
 def add_generation_fields(
@@ -69,29 +35,15 @@ def add_generation_fields(
         chat["stream"] = True
         if profile.stream_usage:
             chat["stream_options"] = {"include_usage": True}
-    for name in request.model_fields_set:
-        if name in _TRANSLATED_FIELDS or name in _SILENTLY_DROPPED_FIELDS:
-            continue
-        value = getattr(request, name, None)
-        if value is not None and value is not False and _DEFAULT_VALUES.get(name) != value:
-            lost.append(name)
-    if lost:
-        notes.warn(
-            f"request fields not forwarded (no Chat Completions equivalent): {', '.join(sorted(lost))}"
-        )
+    note_lost_fields(request, lost, notes, "Chat Completions")
 
 
 def _add_response_format(
     chat: ChatRequest, text: dict[str, Any], profile: BackendProfile, notes: Notes, lost: list[str]
 ) -> None:
-    lost.extend(
-        f"text.{key}" for key, value in text.items() if key != "format" and value is not None
-    )
-    text_format = text.get("format")
+    text_format = read_text_format(text, lost)
     if text_format is None:
         return
-    if not isinstance(text_format, dict):
-        raise RequestError("Invalid 'text.format': expected an object.", param="text.format")
     kind = text_format.get("type")
     if kind == "text":
         return

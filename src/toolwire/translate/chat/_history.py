@@ -15,7 +15,7 @@ builds, one per profile, instructions and table, newest first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from toolwire.protocol import ChatMessage, HistoryLink, ResponsesRequest
 
@@ -28,8 +28,7 @@ MAX_SAVED_BUILDS = 4
 _KEY = "chat messages"
 
 
-@dataclass(frozen=True, slots=True)
-class _Saved:
+class _Saved(NamedTuple):  # a named tuple, like the build it keeps: made once per request
     profile: BackendProfile
     instructions: str | None
     table: UpstreamToolTable

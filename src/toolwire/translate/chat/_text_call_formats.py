@@ -1,20 +1,10 @@
-"""How model families write tool calls into text: one small parser per family (on the
-verdicts and readers of ``_text_call_readers``).
+"""How model families write tool calls into text: one small parser per family.
 
 A model server without a tool parser (vLLM without ``--tool-call-parser``, llama.cpp
 without a tool template, ...) passes the model's call syntax through as ``content``.
-Each parser here reads the text after one opening marker and answers with a verdict:
-
-* ``Pending.MORE``: not finished, and the text so far could still become a call;
-* ``Pending.NOT_A_CALL``: it cannot be one (wrong syntax, a tool that was not offered,
-  arguments that do not parse): the marker is ordinary text;
-* ``Found``: the whole block, its calls, and its length.
-
-A verdict depends only on the text, and once it is not ``MORE`` it stays the same
-however much text follows: the recogniser (``text_calls.py``) may ask at any time and
-gets the same answer. ``at_end`` says no more text will come; only then are the
-forgiving endings accepted (a block whose calls are complete but whose closing marker
-never came), and ``MORE`` is never the answer.
+Each parser here reads the text after one opening marker and answers with a verdict
+(``_text_call_reader``: more text needed, not a call, or the block found), and
+``OPENERS`` lists the markers with their parsers.
 
 The formats (vLLM's and llama.cpp's parsers read the same ones):
 
@@ -45,7 +35,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from ._text_call_readers import (
+from ._text_call_reader import (
     JSON,
     MORE,
     NOT_A_CALL,

@@ -25,11 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.errors import RequestError
 from toolwire.protocol import ChatRequest, ResponsesRequest
-from toolwire.tools import ConfigurationError, ToolCatalog
 
 from .._notes import Notes
+from .._offer import request_catalog
 from ..tool_table import UpstreamToolTable
 from ._fields import add_generation_fields
 from ._history import build_messages
@@ -78,11 +77,7 @@ def translate_request(
     different tools with one name.
     """
     notes = Notes()
-    try:
-        catalog = ToolCatalog.from_request(request)
-    except ConfigurationError as exc:
-        raise RequestError(exc.message, param="tools") from exc
-    declared = catalog.derived(DeclaredTools.of)
+    declared = request_catalog(request).derived(DeclaredTools.of)
     table = declared.table
     choice = resolve_tool_choice(request.tool_choice, table)
 

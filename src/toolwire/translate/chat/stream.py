@@ -10,8 +10,10 @@ whole stream, and exactly one terminal event ends it (``response.completed``,
 the final Response object.
 
 The translator decides; ``ResponsesEventWriter`` writes the events, and
-``decide_stream_end`` says how the stream ends. What the translator guarantees
-(reference §3, §5.2, and Codex §8.4):
+``decide_stream_end`` says how the stream ends. What it shares with the Messages wire's
+translator (the lifecycle, the end, calls going live and closing, the failure) is
+``ItemStreamTranslator``'s (``.._item_stream``); what a chunk means is its own. What
+the translator guarantees (reference §3, §5.2, and Codex §8.4):
 
 * Items are sequential: item k is done before item k+1 is added, ``output_index``
   follows the order of adding. Tool calls that the upstream interleaves by ``index``
@@ -42,25 +44,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.protocol import ResponsesRequest
 from toolwire.tools import ToolKind
 
-from .._calls import (
-    CLOSED,
-    LIVE,
-    WAITING,
-    CallFragment,
-    CallReader,
-    ItemStatus,
-    OpenCall,
-    call_item,
-)
+from .._calls import CLOSED, LIVE, WAITING, CallFragment, ItemStatus, OpenCall
 from .._failures import upstream_failure
+from .._item_stream import ItemStreamTranslator, OpenItem
 from ..reasoning import seal_reasoning
-from ..stream_end import StreamOutcome, decide_stream_end
+from ..stream_end import StreamEnd, decide_stream_end
 from ..tool_table import UpstreamToolTable
-from ..translator import WrittenAnswer
-from ..writer import ResponsesEventWriter, StreamState
 from ._chunks import (
     Finish,
     Reasoning,
@@ -88,28 +80,18 @@ _PartType = Literal["output_text", "refusal"]
 
 
 @dataclass(slots=True)
-class _OpenMessage:
-    item_id: str
-    output_index: int
+class _OpenMessage(OpenItem):
     parts: list[JSON] = field(default_factory=list)  # closed parts
     part_type: _PartType | None = None  # the open part
     part_text: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class _OpenReasoning:
-    item_id: str
-    output_index: int
+class _OpenReasoning(OpenItem):
     text: list[str] = field(default_factory=list)
 
 
-_OpenItem = _OpenMessage | _OpenReasoning | OpenCall
-# Bound once: an Enum member lookup costs ~60 ns in Python 3.11.
-_ENDED = StreamState.ENDED
-_FAILED, _COMPLETED = StreamOutcome.FAILED, StreamOutcome.COMPLETED
-
-
-class ChatStreamTranslator(WrittenAnswer):
+class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
     """Translate one upstream Chat Completions stream into one Responses event stream."""
 
     def __init__(
@@ -124,99 +106,51 @@ class ChatStreamTranslator(WrittenAnswer):
     ) -> None:
         """``tool_call_text``: the upstream's setting, which families' calls written into
         the text are recovered (``"auto"``: all; ``"off"``: none)."""
-        self._writer = ResponsesEventWriter(
-            request, response_id=response_id, created_at=created_at, model=model
-        )
-        self.conversions: list[str] = []
-        """Every repair applied to the upstream's output, e.g. ``custom apply_patch restored``."""
-        self._reader = CallReader(tools, self.conversions)
+        super().__init__(request, tools, response_id=response_id, created_at=created_at, model=model)
         self._think = ThinkTagSplitter()
         offered = len(tools) > 0 and request.tool_choice != "none"
         families = families_for(tool_call_text) if offered else frozenset()
         self._text_calls = (
             TextCallRecognizer(lambda: offered_tools(tools), families) if families else None
         )
-        self._output: list[JSON] = []  # done items, in output_index order
-        self._live: _OpenItem | None = None
         self._calls: list[OpenCall] = []  # in order of first appearance
         self._calls_by_index: dict[int, OpenCall] = {}
         self._finish_reason: str | None = None
-        self._usage: JSON | None = None
 
     # ------------------------------------------------------------ public API
 
-    def start(self) -> list[StreamEvent]:
-        """``response.created`` and ``response.in_progress`` (empty output, no usage)."""
-        self._writer.begin()
-        return self._writer.take()
-
-    def feed(self, chunk: JSON) -> list[StreamEvent]:
-        """The events one upstream chunk (or in-stream ``{"error": ...}`` object) produces."""
-        writer = self._writer
-        if writer.state is _ENDED:
-            return []
-        writer.begin()
+    def _read(self, chunk: JSON) -> None:
+        """One upstream chunk (or in-stream ``{"error": ...}`` object)."""
         failure = upstream_failure(chunk)
         if failure is not None:
             message, code = failure
-            return self._fail(message, code)
+            self._write_failure(message, code)
+            return
         for signal in self._signals(chunk):
             self._apply(signal)
-        return writer.take()
 
-    def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
-        """The upstream ended: close open items in order and emit the terminal event.
+    # ------------------------------------------------------------ the wire's ending and usage
 
-        ``completed_at`` (unix seconds) defaults to ``created_at``: the translator reads
-        no clock. ``ended_cleanly`` is false when the body just stopped, without
-        ``[DONE]``: with no finish reason either, the answer was cut short, and the
-        response fails rather than pass a truncated answer (or tool call) as complete.
-        """
-        writer = self._writer
-        if writer.state is _ENDED:
-            return []
-        writer.begin()
+    def _as_stream(self, answer: JSON) -> list[JSON]:
+        return completion_chunks(answer)
+
+    def _end_of_stream(self, ended_cleanly: bool) -> StreamEnd:
+        """What the content's decoders held back applied, the end decided: a call that
+        has a name but waits counts as produced."""
         for signal in self._flush_content():
             self._apply(signal)
-        produced = writer.items_added > 0 or any(
-            c.name for c in self._calls if c.state is WAITING
-        )
-        end = decide_stream_end(self._finish_reason, produced=produced, ended_cleanly=ended_cleanly)
-        if end.outcome is _FAILED:
-            self._live = None  # open items stay unfinished: half a tool call never reaches the client
-        else:
-            item_status: ItemStatus = "completed" if end.outcome is _COMPLETED else "incomplete"
-            self._close_live(item_status)
-            self._flush_waiting_calls(item_status)
-            nameless = sum(1 for c in self._calls if c.state is WAITING)
-            self.conversions.extend(["tool call without a name dropped"] * nameless)
-        writer.end(
-            end, output=list(self._output), usage=map_usage(self._usage), completed_at=completed_at
-        )
-        return writer.take()
+        produced = self._writer.items_added > 0 or any(c.name for c in self._calls if c.state is WAITING)
+        return decide_stream_end(self._finish_reason, produced=produced, ended_cleanly=ended_cleanly)
 
-    def fail(self, message: str, *, code: str = "server_error") -> list[StreamEvent]:
-        """The upstream broke (transport error, cut connection): ``error`` + ``response.failed``."""
-        if self._writer.state is _ENDED:
-            return []
-        self._writer.begin()
-        return self._fail(message, code)
+    def _close_open_items(self, status: ItemStatus) -> None:
+        """The open item, then the calls still waiting; a call that never got a name is dropped."""
+        self._close_live(status)
+        self._flush_waiting_calls(status)
+        nameless = sum(1 for c in self._calls if c.state is WAITING)
+        self.conversions.extend(["tool call without a name dropped"] * nameless)
 
-    def _response_so_far(self) -> JSON:
-        """The Response so far, with the usage the upstream reported until now, if any
-        (a stream the client cut still counts what it used)."""
-        return self._writer.response("in_progress", output=list(self._output), usage=map_usage(self._usage))
-
-    def translate_whole(self, completion: JSON) -> JSON:
-        """The Response object for a whole (non-streamed) Chat Completion, translated as the
-        stream that would have carried it (``status`` failed if it holds an ``error``).
-
-        A translator serves one response: this is instead of ``start``/``feed``/``finish``.
-        """
-        for chunk in completion_chunks(completion):
-            self.feed(chunk)
-        self.finish()
-        return self.response
+    def _mapped_usage(self) -> JSON | None:
+        return map_usage(self._usage)
 
     # ------------------------------------------------------------ chunk -> signals
 
@@ -454,79 +388,31 @@ class ChatStreamTranslator(WrittenAnswer):
     def _promote(self, call: OpenCall) -> None:
         """Put a waiting call on the wire: ``output_item.added`` and its buffered arguments."""
         assert self._live is None
-        writer = self._writer
-        self._reader.go_live(call, writer.new_output_index(), writer.new_id)
-        self._live = call
-        writer.item_added(call.output_index, call_item(call, "in_progress", {} if call.kind is ToolKind.TOOL_SEARCH else ""))
+        self._go_live(call)
         if call.kind is ToolKind.FUNCTION and call.arguments:
-            writer.arguments_delta(call.item_id, call.output_index, call.arguments)
+            self._writer.arguments_delta(call.item_id, call.output_index, call.arguments)
 
-    def _close_live(self, status: ItemStatus) -> None:
-        """Finish the open item, if any: its ``.done`` events, then ``output_item.done``."""
-        live, self._live = self._live, None
-        item: JSON
-        if live is None:
-            return
-        writer = self._writer
+    def _close_item(self, live: _OpenMessage | _OpenReasoning, status: ItemStatus) -> JSON:
         if isinstance(live, _OpenMessage):
             self._close_part(live)
-            item = {
+            return {
                 "id": live.item_id,
                 "type": "message",
                 "status": status,
                 "role": "assistant",
                 "content": live.parts,
             }
-        elif isinstance(live, _OpenReasoning):
-            text = "".join(live.text)
-            part = {"type": "reasoning_text", "text": text}
-            writer.reasoning_done(live.item_id, live.output_index, text)
-            writer.part_done(live.item_id, live.output_index, 0, part)
-            item = {
-                "id": live.item_id,
-                "type": "reasoning",
-                "status": status,
-                "summary": [],
-                "content": [part],
-                "encrypted_content": seal_reasoning(text),
-            }
-        else:
-            item = self._close_call(live, status)
-        self._output.append(item)
-        writer.item_done(live.output_index, item)
-
-    def _close_call(self, call: OpenCall, status: ItemStatus) -> JSON:
-        """A call's closing events (its whole input or arguments) and its done item."""
-        call.state = CLOSED
-        writer, reader = self._writer, self._reader
-        if call.kind is ToolKind.CUSTOM:
-            text = reader.custom_input(call)
-            if text:
-                writer.custom_input_delta(call.item_id, call.output_index, text)
-            writer.custom_input_done(call.item_id, call.output_index, text)
-            return call_item(call, status, text)
-        if call.kind is ToolKind.TOOL_SEARCH:
-            return call_item(call, status, reader.tool_search_arguments(call))
-        streamed = call.arguments
-        arguments = reader.function_arguments(call, status)
-        if not streamed and arguments:
-            writer.arguments_delta(call.item_id, call.output_index, arguments)
-        writer.arguments_done(call.item_id, call.output_index, arguments, call.client_name)
-        return call_item(call, status, arguments)
-
-    # ------------------------------------------------------------ failure
-
-    def _fail(self, message: str, code: str) -> list[StreamEvent]:
-        """``error`` (flat and nested forms) then ``response.failed`` with the items done so far.
-
-        An item still open is left unfinished and is not in ``output``: half a tool call
-        must never reach a client that executes calls on ``output_item.done``.
-        """
         writer = self._writer
-        snapshot = writer.response(
-            "in_progress", output=list(self._output), usage=map_usage(self._usage)
-        )
-        writer.fail(snapshot, message, code)
-        self._live = None
-        return writer.take()
+        text = "".join(live.text)
+        part = {"type": "reasoning_text", "text": text}
+        writer.reasoning_done(live.item_id, live.output_index, text)
+        writer.part_done(live.item_id, live.output_index, 0, part)
+        return {
+            "id": live.item_id,
+            "type": "reasoning",
+            "status": status,
+            "summary": [],
+            "content": [part],
+            "encrypted_content": seal_reasoning(text),
+        }
 

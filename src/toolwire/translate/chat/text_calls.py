@@ -35,7 +35,7 @@ from .._calls import CallFragment
 from ..tool_table import UpstreamToolTable
 from ._chunks import Text
 from ._text_call_formats import OPENERS
-from ._text_call_readers import JSON, Found, Offered, Opener, Pending, Reader
+from ._text_call_reader import JSON, Found, Offered, Opener, Pending, Reader
 
 __all__ = [
     "FAMILIES",

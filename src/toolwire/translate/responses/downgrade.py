@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.errors import RequestError
 from toolwire.protocol import (
     AdditionalToolsItem,
     CustomTool,
@@ -42,8 +41,9 @@ from toolwire.protocol import (
     ToolSearchTool,
     ToolSpec,
 )
-from toolwire.tools import ConfigurationError, ToolCatalog, ToolName
+from toolwire.tools import ToolName
 
+from .._offer import request_catalog
 from .._tools import (
     custom_tool_description,
     join_paragraphs,
@@ -84,10 +84,7 @@ def downgrade_request(
     Fields toolwire does not touch pass through as the client sent them. Raises
     ``RequestError`` when two different tools share one name.
     """
-    try:
-        catalog = ToolCatalog.from_request(request)
-    except ConfigurationError as exc:
-        raise RequestError(exc.message, param="tools") from exc
+    catalog = request_catalog(request)
     table = DowngradedToolTable(catalog, capabilities)
     lowering = _Lowering(table, capabilities)
     body = request.dump()

@@ -1,10 +1,23 @@
-"""What every parser of a call written into text works with (``_text_call_formats``).
+"""What every family's parser of calls written into text reads with (``_text_call_formats``).
 
-A parser's verdict (``Found``, ``Pending.MORE``, ``Pending.NOT_A_CALL``) and the calls it
-finds (``TextCall``); the ``Reader`` it reads with (the offered tools and their schemas,
-the families it may recognise, and the incremental scan of long JSON values); the
-``Opener`` that names a parser after its marker; and the small readers: markers,
-spaces, JSON values, a tool's raw parameter values converted by its schema.
+A parser reads the text after one opening marker and answers with a verdict:
+
+* ``Pending.MORE``: not finished, and the text so far could still become a call;
+* ``Pending.NOT_A_CALL``: it cannot be one (wrong syntax, a tool that was not offered,
+  arguments that do not parse): the marker is ordinary text;
+* ``Found``: the whole block, its calls (``TextCall``), and its length.
+
+A verdict depends only on the text, and once it is not ``MORE`` it stays the same
+however much text follows: the recogniser (``text_calls.py``) may ask at any time and
+gets the same answer. ``at_end`` says no more text will come; only then are the
+forgiving endings accepted (a block whose calls are complete but whose closing marker
+never came), and ``MORE`` is never the answer.
+
+Here too: the ``Reader`` every parser is given (the offered tools, the families read, and
+how far each JSON value of the block has been scanned), an ``Opener`` (a marker and its
+parser), the small readers the parsers share (markers, space, JSON values, a call whose
+name is offered and whose arguments read as an object), and ``converted``: a raw
+parameter value (Qwen3-Coder, GLM) as the tool's JSON schema declares it.
 """
 
 from __future__ import annotations
@@ -101,7 +114,7 @@ class Opener:
 
 # ---------------------------------------------------------------- small readers
 
-Start = Literal["yes", "partial", "no"]
+_Start = Literal["yes", "partial", "no"]
 _STRUCTURE = re.compile(r'[{}\[\]"]')
 _SPACE = re.compile(r"\s*")
 
@@ -111,7 +124,7 @@ def skip_space(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def starts(text: str, pos: int, marker: str) -> Start:
+def starts(text: str, pos: int, marker: str) -> _Start:
     """Whether ``marker`` is at ``pos``: ``partial`` when the text ends inside it."""
     if text.startswith(marker, pos):
         return "yes"
@@ -187,7 +200,7 @@ def json_value(text: str) -> Any:
         return NOT_A_CALL
 
 
-def arguments_text(value: Any) -> str | None:
+def _arguments_text(value: Any) -> str | None:
     """Arguments given as an object, as a string holding one, or not at all -> object text."""
     if value is None:
         return "{}"
@@ -202,7 +215,7 @@ def text_call(reader: Reader, name: Any, arguments: Any, call_id: Any = None) ->
     """The call if ``name`` is an offered tool and ``arguments`` read as an object."""
     if not isinstance(name, str) or name not in reader.offered:
         return None
-    text = arguments_text(arguments)
+    text = _arguments_text(arguments)
     if text is None:
         return None
     return TextCall(name, text, call_id if isinstance(call_id, str) and call_id else None)
