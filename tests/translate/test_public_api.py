@@ -52,6 +52,7 @@ TRANSLATE_ALL = [
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
+    "WrittenAnswer",
     "complete_response",
     "complete_usage",
     "completion_chunks",

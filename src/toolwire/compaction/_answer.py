@@ -24,7 +24,12 @@ from typing import Any
 
 from toolwire.errors import UpstreamError
 from toolwire.protocol import ResponsesRequest, StreamEvent
-from toolwire.translate import AnswerTranslator, ResponsesEventWriter, StreamState, complete_usage
+from toolwire.translate import (
+    AnswerTranslator,
+    ResponsesEventWriter,
+    WrittenAnswer,
+    complete_usage,
+)
 
 __all__ = ["CompactionAnswer"]
 
@@ -35,7 +40,7 @@ Seal = Callable[[str], str]
 _NO_SUMMARY = "The model wrote no summary of the conversation, so it could not be compacted."
 
 
-class CompactionAnswer:
+class CompactionAnswer(WrittenAnswer):
     """One compaction: the summary ``inner`` translates, sealed into a ``compaction`` item."""
 
     def __init__(
@@ -56,15 +61,7 @@ class CompactionAnswer:
 
     # ------------------------------------------------------------ AnswerTranslator
 
-    @property
-    def finished(self) -> bool:
-        return self._writer.state is StreamState.ENDED
-
-    @property
-    def response(self) -> JSON:
-        final = self._writer.final
-        if final is not None:
-            return final
+    def _response_so_far(self) -> JSON:
         # Before the end, what the backend reported so far (a client that leaves is charged it).
         return self._writer.response("in_progress", output=[], usage=self._inner.response.get("usage"))
 

@@ -15,26 +15,20 @@ import time
 from typing import Any
 
 from toolwire.protocol import ResponsesRequest, StreamEvent
-from toolwire.translate import ResponsesEventWriter, StreamState
+from toolwire.translate import ResponsesEventWriter, WrittenAnswer
 
 JSON = dict[str, Any]
 
 
-class UnsampledAnswer:
+class UnsampledAnswer(WrittenAnswer):
     """An ``AnswerTranslator`` whose stream ends, completed and empty, as soon as it starts."""
 
     def __init__(self, request: ResponsesRequest, *, response_id: str, created_at: int) -> None:
         self._writer = ResponsesEventWriter(request, response_id=response_id, created_at=created_at, model=request.model)
         self.conversions: list[str] = []
 
-    @property
-    def finished(self) -> bool:
-        return self._writer.state is StreamState.ENDED
-
-    @property
-    def response(self) -> JSON:
-        final = self._writer.final
-        return final if final is not None else self._writer.response("in_progress", output=[])
+    def _response_so_far(self) -> JSON:
+        return self._writer.response("in_progress", output=[])
 
     def start(self) -> list[StreamEvent]:
         self._writer.begin()

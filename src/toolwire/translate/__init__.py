@@ -70,7 +70,7 @@ from .responses import (
 )
 from .stream_end import StreamEnd, StreamOutcome, decide_stream_end
 from .tool_table import UpstreamTool, UpstreamToolTable, flat_name, upstream_call_id
-from .translator import AnswerTranslator
+from .translator import AnswerTranslator, WrittenAnswer
 from .writer import ResponsesEventWriter, StreamState
 
 __all__ = [
@@ -98,6 +98,7 @@ __all__ = [
     "TranslatedRequest",
     "UpstreamTool",
     "UpstreamToolTable",
+    "WrittenAnswer",
     "complete_response",
     "complete_usage",
     "completion_chunks",
