@@ -143,7 +143,9 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
             'source_paths = ["src"]',
             f"only_mutate = {toml_list(mutate)}",
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
-            'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]',
+            # One hypothesis seed: every mutant meets the same examples, so a property
+            # test's verdict is the mutant's doing, not the luck of the draw.
+            'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--hypothesis-seed=0"]',
             "",
         ]
     )

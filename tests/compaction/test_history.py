@@ -161,3 +161,76 @@ def test_the_compact_endpoint_keeps_the_users_messages_newest_first_within_a_bud
     assert [message["content"][0]["text"] for message in kept] == ["b" * 10, "c" * 10]
     assert all(message["type"] == "message" and message["role"] == "user" for message in kept)
     assert all(message["status"] == "completed" for message in kept)
+
+
+def test_errors_name_the_item_the_callers_place_gives() -> None:
+    with pytest.raises(UnreadableCompaction) as caught:
+        open_compactions(
+            items(user("a"), compaction("x", owner="bob")), SEAL, "alice", where=lambda index: f"history[{index}]"
+        )
+    assert caught.value.param == "history[1]"
+
+
+def test_a_compaction_of_ours_needs_the_seal() -> None:
+    with pytest.raises(ValueError) as caught:
+        open_compactions(items(compaction("x")), None, "alice")
+    assert str(caught.value) == "a toolwire compaction needs the seal to open it"
+
+
+def test_what_a_compaction_right_after_the_first_item_summarised_is_left_out() -> None:
+    opened = open_compactions(items(ASSISTANT, compaction("S"), user("next")), SEAL, "alice")
+    assert texts(opened.items) == [f"{SUMMARY_HEADING}\n\nS", "next"]
+    assert opened.conversions == [
+        "compaction items opened into their summaries",
+        "items a compaction summarised left out",
+    ]
+
+
+def test_nothing_is_said_left_out_when_only_kept_messages_came_before() -> None:
+    opened = open_compactions(items(user("one"), compaction("S")), SEAL, "alice")
+    assert texts(opened.items) == ["one", f"{SUMMARY_HEADING}\n\nS"]
+    assert opened.conversions == ["compaction items opened into their summaries"]
+
+
+def test_every_older_summary_is_superseded_by_the_latest() -> None:
+    opened = open_compactions(
+        items(compaction("first"), user("a"), compaction("second"), user("b"), compaction("third")), SEAL, "alice"
+    )
+    assert texts(opened.items) == ["a", "b", f"{SUMMARY_HEADING}\n\nthird"]
+
+
+def test_the_summary_goes_to_a_backend_as_a_whole_message() -> None:
+    [message] = open_compactions(items(compaction("S")), SEAL, "alice").items
+    assert dump_item(message) == {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": f"{SUMMARY_HEADING}\n\nS"}],
+    }
+
+
+def test_the_summary_request_ends_with_our_prompt_and_stores_nothing() -> None:
+    for store in (True, None):
+        body: JSON = {"model": "m", "input": [user("a")]}
+        if store is not None:
+            body["store"] = store
+        summary = summary_request(parse_request(body))
+        sent = summary.dump()
+        assert sent["store"] is False
+        assert sent["input"][-1] == {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": COMPACTION_PROMPT}],
+        }
+
+
+def test_retained_messages_fill_the_budget_exactly_in_their_full_form() -> None:
+    conversation = items(
+        {"type": "message", "id": "msg_a", "role": "user", "content": "a" * 10},
+        user("b" * 15),
+    )
+    kept = retained_messages(conversation, budget=25)
+    assert kept == [
+        {"type": "message", "role": "user", "status": "completed", "content": [{"type": "input_text", "text": "a" * 10}], "id": "msg_a"},
+        {"type": "message", "role": "user", "status": "completed", "content": [{"type": "input_text", "text": "b" * 15}]},
+    ]
+    assert retained_messages(conversation, budget=24) == kept[1:]

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import locale
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from toolwire.config import ConfigError, parse_config, upstream_from_flag
+from toolwire.config import (
+    SHORTCUTS,
+    ConfigError,
+    UpstreamConfig,
+    load_config,
+    parse_config,
+    upstream_from_flag,
+)
 
 EXAMPLE = """\
 [server]
@@ -126,3 +137,117 @@ def test_a_chat_preset_is_no_anthropic_preset() -> None:
 def test_upstream_flag_kinds(flag: str, preset: str | None, kind: str, base_url: str, key: str | None) -> None:
     upstream = upstream_from_flag(flag, preset=preset)
     assert (upstream.kind, upstream.base_url, upstream.api_key_env) == (kind, base_url, key)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A key written without spaces around "=" is found all the same.
+        (
+            EXAMPLE.replace("port = 8787", "port=99999"),
+            "toolwire.toml:3: server.port: Input should be less than or equal to 65535",
+        ),
+        # A comment after a table's header does not hide the table.
+        (
+            EXAMPLE.replace("[server]", "[server]  # the gateway itself").replace("port = 8787", "port = 99999"),
+            "toolwire.toml:3: server.port: Input should be less than or equal to 65535",
+        ),
+        # A missing key points at its own table's header, not at that key in the next table.
+        (EXAMPLE.replace('name = "deepseek"\n', ""), "toolwire.toml:5: upstreams[0].name: Field required"),
+        # An unknown table is named on its header's line.
+        ("[sever]\nport = 1\n", "toolwire.toml:1: sever: Extra inputs are not permitted"),
+        # A setting written as a dotted key has no header line to point at: no line given.
+        ("server.port = 99999\n", "toolwire.toml: server.port: Input should be less than or equal to 65535"),
+    ],
+    ids=["no-spaces", "header-comment", "missing-key", "unknown-table", "dotted-key"],
+)
+def test_mistakes_point_at_the_line_that_holds_them(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert str(caught.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            EXAMPLE.replace('preset = "deepseek"', 'preset = "deepseek"\ndefault = true'),
+            "toolwire.toml:16: upstreams[1].default: only one upstream can be the default",
+        ),
+        (
+            EXAMPLE + '\n[[models]]\nname = "deepseek-v4"\nupstream = "local"\n',
+            "toolwire.toml:23: models[1].name: model 'deepseek-v4' is listed twice",
+        ),
+        (
+            EXAMPLE.replace('upstream = "deepseek"', 'upstream = "nowhere"'),
+            "toolwire.toml:19: models[0].upstream: unknown upstream 'nowhere' (known: deepseek, local)",
+        ),
+        (
+            '[[models]]\nname = "m"\nupstream = "nowhere"\n',
+            "toolwire.toml:3: models[0].upstream: unknown upstream 'nowhere' (known: none)",
+        ),
+    ],
+    ids=["two-defaults", "model-twice", "unknown-upstream", "no-upstreams"],
+)
+def test_references_that_do_not_hold_are_reported_in_full(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert str(caught.value) == expected
+
+
+@pytest.fixture
+def ascii_locale() -> Iterator[None]:
+    """The process's character set is plain ASCII, as under a non-UTF-8 locale."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_a_configuration_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path, ascii_locale: None) -> None:
+    path = tmp_path / "toolwire.toml"
+    path.write_text(EXAMPLE + 'description = "Modèle rapide ✓"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.models[0].description == "Modèle rapide ✓"
+    assert [u.name for u in config.upstreams] == ["deepseek", "local"]
+
+
+def test_a_mistake_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "toolwire.toml"
+    path.write_text(EXAMPLE.replace("port = 8787", "port = 99999"), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    assert str(caught.value) == f"{path}:3: server.port: Input should be less than or equal to 65535"
+
+
+def test_a_missing_file_is_reported_plainly(tmp_path: Path) -> None:
+    path = tmp_path / "absent.toml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == f"{path}: cannot read the configuration file: No such file or directory"
+
+
+def test_the_mock_flag_is_the_default_upstream() -> None:
+    assert upstream_from_flag("mock") == UpstreamConfig(name="mock", kind="mock", default=True)
+
+
+def test_a_url_flag_is_the_default_chat_upstream() -> None:
+    upstream = upstream_from_flag("http://10.0.0.5:8000/v1", api_key_env="LOCAL_KEY")
+    assert upstream == UpstreamConfig(
+        name="upstream",
+        kind="chat",
+        base_url="http://10.0.0.5:8000/v1",
+        preset="generic",
+        api_key_env="LOCAL_KEY",
+        default=True,
+    )
+
+
+def test_an_unknown_flag_lists_what_is_known() -> None:
+    with pytest.raises(ValueError) as caught:
+        upstream_from_flag("olama")
+    known = ", ".join(["mock", *SHORTCUTS])
+    assert str(caught.value) == f"--upstream takes a URL or one of: {known} (got 'olama')"
+    assert known.startswith("mock, ollama, vllm, ")

@@ -32,3 +32,17 @@ def test_unknown_event_type_is_returned_as_is() -> None:
 def test_bad_event_is_an_upstream_protocol_error(data: str) -> None:
     with pytest.raises(UpstreamProtocolError):
         parse_event(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("{", "Stream event is not valid JSON: unexpected end of data: line 1 column 2 (char 1)."),
+        ("[]", "Stream event is not a JSON object with a string 'type'."),
+        ('{"type": 1}', "Stream event is not a JSON object with a string 'type'."),
+    ],
+)
+def test_a_bad_event_says_what_is_wrong_with_it(data: str, message: str) -> None:
+    with pytest.raises(UpstreamProtocolError) as caught:
+        parse_event(data)
+    assert caught.value.message == message

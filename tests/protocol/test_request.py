@@ -171,3 +171,59 @@ def test_string_input_is_one_user_message() -> None:
     assert isinstance(item, MessageItem)
     assert (item.role, item.content) == ("user", "hello")
     assert request.dump() == {"model": "m", "input": "hello"}
+
+
+# The message is what a client shows its user: the whole text is part of the contract.
+MESSAGE_CASES: list[tuple[str, bytes | dict[str, Any], str]] = [
+    ("not-json", b"{", "The request body is not valid JSON: unexpected end of data: line 1 column 2 (char 1)."),
+    (
+        "not-utf8",
+        b'{"model": "\xff"}',
+        "The request body is not valid UTF-8: byte 11 (0xff) cannot start or continue a character.",
+    ),
+    ("not-an-object", b"[1]", "The request body must be a JSON object."),
+    (
+        "not-representable",
+        {"model": "m", "metadata": {"at": object()}},
+        "The request body cannot be represented as JSON: Type is not JSON serializable: object.",
+    ),
+    (
+        "union-field-every-branch",
+        orjson.dumps(request_with({"role": "user", "content": 5})),
+        "Invalid 'input[0].content': input should be a valid string or input should be a valid list.",
+    ),
+    (
+        "deep-error-not-the-shallow-branch",
+        orjson.dumps(request_with({"type": "reasoning", "summary": "x"})),
+        "Invalid 'input[0].summary': input should be a valid list.",
+    ),
+    (
+        "nested-part",
+        orjson.dumps(request_with({"role": "user", "content": [{"type": "input_text", "text": 5}]})),
+        "Invalid 'input[0].content[0].text': input should be a valid string.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), [pytest.param(b, m, id=i) for i, b, m in MESSAGE_CASES])
+def test_a_bad_body_is_reported_in_plain_words(body: bytes | dict[str, Any], message: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request(body)
+    assert caught.value.message == message
+
+
+def test_parse_item_reports_every_branch_under_its_own_path() -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_item({"role": "user", "content": 5}, where="input[3]")
+    assert caught.value.message == (
+        "Invalid 'input[3].content': input should be a valid string or input should be a valid list."
+    )
+
+
+def test_an_item_parsed_on_its_own_is_called_item() -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_item({**OK_CALL, "arguments": {}})
+    assert (caught.value.param, caught.value.message) == (
+        "item.arguments",
+        "Invalid 'item.arguments': input should be a valid string.",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -489,3 +490,97 @@ def test_events_before_the_one_over_the_limit_are_returned_by_earlier_feeds() ->
     assert decoder.feed_data(b"data: first\n\n") == ["first"]
     with pytest.raises(SSELimitExceeded):
         decoder.feed_data(b"data: " + b"z" * LIMIT)
+
+
+# ------------------------------------------------------ limits: the exact boundaries
+# An event's size is its data as dispatched (lines joined with LF), in bytes of UTF-8.
+EVENT_LIMIT = 10
+EXACTLY_AT_THE_EVENT_LIMIT = [
+    pytest.param(b"data: " + b"x" * EVENT_LIMIT + b"\n\n", id="one-data-line"),
+    pytest.param(b"event: e\ndata: " + b"x" * EVENT_LIMIT + b"\n\n", id="one-data-line-after-a-field"),
+    pytest.param(b"data: xxxx\ndata: yyyyy\n\n", id="two-data-lines-joined-by-one-byte"),
+    pytest.param(b"id: 1\ndata: xxxx\ndata: yyyyy\n\n" * 3, id="one-after-another"),
+]
+
+
+def decode_in(pieces_of: int, stream: bytes, *, data_only: bool) -> list[str]:
+    decoder = SSEDecoder(max_line_bytes=1000, max_event_bytes=EVENT_LIMIT)
+    data: list[str] = []
+    for chunk in pieces(stream, pieces_of):
+        data += decoder.feed_data(chunk) if data_only else [e.data for e in decoder.feed(chunk)]
+    return data + (decoder.flush_data() if data_only else [e.data for e in decoder.flush()])
+
+
+@pytest.mark.parametrize("stream", EXACTLY_AT_THE_EVENT_LIMIT)
+@pytest.mark.parametrize("size", [1, 10_000], ids=["byte-by-byte", "whole"])
+@pytest.mark.parametrize("data_only", [False, True], ids=["feed", "feed_data"])
+def test_an_event_exactly_at_its_limit_is_decoded(stream: bytes, size: int, data_only: bool) -> None:
+    data = decode_in(size, stream, data_only=data_only)
+    assert data and all(len(d.encode()) == EVENT_LIMIT for d in data)
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        pytest.param(b"data: " + b"x" * (EVENT_LIMIT + 1) + b"\n\n", id="one-data-line"),
+        pytest.param(b"event: e\ndata: " + b"x" * (EVENT_LIMIT + 1) + b"\n\n", id="one-data-line-after-a-field"),
+        pytest.param(b"data: xxxx\ndata: yyyyyy\n\n", id="two-data-lines"),
+        pytest.param(b"data: xxxx\ndata: yyyyy\n\ndata: xxxx\ndata: yyyyyy\n\n", id="the-second-event"),
+    ],
+)
+@pytest.mark.parametrize("size", [1, 10_000], ids=["byte-by-byte", "whole"])
+@pytest.mark.parametrize("data_only", [False, True], ids=["feed", "feed_data"])
+def test_an_event_one_byte_over_its_limit_raises(stream: bytes, size: int, data_only: bool) -> None:
+    with pytest.raises(SSELimitExceeded) as raised:
+        decode_in(size, stream, data_only=data_only)
+    assert (raised.value.what, raised.value.limit) == ("event", EVENT_LIMIT)
+    assert str(raised.value) == f"an SSE event longer than {EVENT_LIMIT} bytes"
+
+
+@pytest.mark.parametrize("data_only", [False, True], ids=["flush", "flush_data"])
+def test_a_stream_that_stops_inside_a_line_at_the_limit_ends_quietly(data_only: bool) -> None:
+    decoder = SSEDecoder(max_line_bytes=10)
+    assert decoder.feed(b"data: ok\n\ndata: abcd") == [ServerSentEvent(data="ok")]
+    assert (decoder.flush_data() if data_only else decoder.flush()) == []
+
+
+# ------------------------------------------------------ encode_event: line breaks
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
+@pytest.mark.parametrize("text", ["a\nb", "a\rb", "a\r\nb", "a\n\nb"])
+def test_every_line_break_in_the_data_starts_a_data_line(text: str, as_bytes: bool) -> None:
+    encoded = encode_event(text.encode() if as_bytes else text, event="e")
+    lines = normalize_line_ends(text).split("\n")
+    assert encoded == ("event: e\n" + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
+    assert decode(encoded) == [ServerSentEvent(data=normalize_line_ends(text), event="e")]
+
+
+@pytest.fixture
+def room_for_new_names() -> Iterator[None]:
+    """The table of frame starts as a fresh process has it (earlier tests filled it)."""
+    kept = dict(_FRAME_STARTS)
+    _FRAME_STARTS.clear()
+    _FRAME_STARTS.update({None: b"data: ", "": b"data: "})
+    try:
+        yield
+    finally:
+        _FRAME_STARTS.clear()
+        _FRAME_STARTS.update(kept)
+
+
+def test_a_new_name_encodes_the_same_every_time(room_for_new_names: None) -> None:
+    frames = [encode_event(b"{}", "response.fresh") for _ in range(3)]
+    assert frames == [b"event: response.fresh\ndata: {}\n\n"] * 3
+    assert encode_event(b"{}") == encode_event(b"{}", "") == b"data: {}\n\n"
+
+
+@pytest.mark.parametrize("data_only", [False, True], ids=["flush", "flush_data"])
+def test_a_character_cut_by_the_end_of_the_stream_counts_toward_the_line_limit(data_only: bool) -> None:
+    # The end of the stream decodes the cut character too (as U+FFFD, three bytes): the
+    # line limit holds for every byte decoded, the last ones included.
+    decoder = SSEDecoder(max_line_bytes=10)
+    assert decoder.feed(b"data: abc\xc3") == []
+    with pytest.raises(SSELimitExceeded) as raised:
+        decoder.flush_data() if data_only else decoder.flush()
+    assert (raised.value.what, raised.value.limit) == ("line", 10)

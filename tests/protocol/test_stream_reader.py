@@ -103,8 +103,9 @@ def test_stream_without_terminal_event_raises(cut: str) -> None:
     reader = ResponseStreamReader()
     reader.feed(stream)
     assert len(reader.items) == 4
-    with pytest.raises(UpstreamError, match="before a terminal event"):
+    with pytest.raises(UpstreamError) as caught:
         reader.flush()
+    assert caught.value.message == "The stream closed before a terminal event (response.completed)."
 
 
 def test_malformed_output_item_is_an_upstream_protocol_error() -> None:
@@ -126,3 +127,30 @@ def test_malformed_event_is_an_upstream_protocol_error(data: bytes) -> None:
 def test_terminal_event_without_response_object() -> None:
     with pytest.raises(UpstreamProtocolError, match="without a response object"):
         ResponseStreamReader().feed(b'data: {"type": "response.completed"}\n\n')
+
+
+def test_a_done_marker_anywhere_is_skipped_and_reading_goes_on() -> None:
+    # Some servers send Chat-style [DONE] markers; one before the terminal event must not
+    # end the reading of what follows it in the same chunk.
+    stream, ends = encode_stream(reference_events())
+    reader = ResponseStreamReader()
+    reader.feed(stream[: ends[-2]] + b"data: [DONE]\n\n" + stream[ends[-2] :])
+    reader.flush()
+    assert (reader.status, len(reader.items)) == ("completed", 4)
+
+
+def test_a_malformed_item_without_an_output_index_is_named_item() -> None:
+    bad = {"type": "response.output_item.done", "item": {**FUNCTION_CALL_ITEM, "arguments": {"cmd": "ls"}}}
+    with pytest.raises(UpstreamProtocolError) as caught:
+        ResponseStreamReader().feed(frame(bad))
+    assert caught.value.message == (
+        "Malformed output item: Invalid 'item.arguments': input should be a valid string."
+    )
+
+
+def test_a_reader_has_no_status_before_its_terminal_event() -> None:
+    stream, ends = encode_stream(reference_events())
+    reader = ResponseStreamReader()
+    assert (reader.status, reader.finished) == (None, False)
+    reader.feed(stream[: ends[-2]])
+    assert (reader.status, reader.response, reader.finished) == (None, None, False)

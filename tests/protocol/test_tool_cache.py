@@ -12,11 +12,17 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from toolwire.errors import RequestError
 from toolwire.protocol import AdditionalToolsItem, ToolSearchOutputItem, ToolSpec, parse_request
 from toolwire.protocol._depth import HEADROOM, MAX_JSON_DEPTH, check_depth, json_at_depth
-from toolwire.protocol._tool_cache import TOOL_LISTS, LeastRecentlyUsed, ToolListCache
+from toolwire.protocol._tool_cache import (
+    TOOL_LISTS,
+    LeastRecentlyUsed,
+    ToolListCache,
+    validate_item_tools,
+)
 
 EXEC_COMMAND = {
     "type": "function",
@@ -48,6 +54,13 @@ def v1_body(tools: list[Any] = TOP_LEVEL_TOOLS, **extra: Any) -> bytes:
 def v2_body(tools: list[Any] = V2_TOOLS, *, at: int = 0) -> bytes:
     items: list[Any] = [USER] * at + [{"type": "additional_tools", "role": "developer", "tools": tools}, USER]
     return orjson.dumps({"model": "m", "input": items})
+
+
+@pytest.fixture(autouse=True)
+def no_kept_lists() -> None:
+    """Each test starts as a fresh process does: no tool list kept (not even the very
+    lists an earlier run of the same test kept)."""
+    TOOL_LISTS.clear()
 
 
 def item_tools(body: bytes, index: int) -> list[Any]:
@@ -322,3 +335,96 @@ def test_a_dropped_list_is_no_longer_known_by_its_specs() -> None:
     assert (len(cache), cache.json_size(second)) == (1, None)
     cache.clear()
     assert (len(cache), cache.json_size(first)) == (0, None)
+
+
+def test_least_recently_used_weights_add_up_exactly() -> None:
+    cache: LeastRecentlyUsed[str, str] = LeastRecentlyUsed(max_entries=10, max_weight=10)
+    cache.put("unweighed", "u")
+    assert cache.weight == 0  # a value put without a weight weighs nothing
+    assert cache.put("all", "all", weight=10) == []  # as heavy as allowed: kept
+    assert (cache.get("all"), cache.get("unweighed"), cache.weight) == ("all", "u", 10)
+    cache.put("all", "all", weight=3)  # replaced: its old weight no longer counts
+    assert cache.weight == 3
+    cache.put("more", "more", weight=7)  # exactly at the limit: nothing dropped
+    assert (cache.get("all"), cache.get("more"), cache.weight) == ("all", "more", 10)
+    cache.clear()
+    assert (len(cache), cache.weight) == (0, 0)
+    assert cache.put("after", "after", weight=10) == []
+    assert cache.weight == 10
+
+
+def test_an_empty_tool_list_is_kept_and_dropped_like_any_other() -> None:
+    cache = ToolListCache(max_entries=1, max_bytes=1 << 20)
+    cache.put(33, b"[]", [])
+    assert cache.get(33, b"[]") == ()
+    cache.put(33, b"[a]", parse_request(v1_body([function("a")])).tools or [])
+    assert (len(cache), cache.get(33, b"[]")) == (1, None)
+
+
+def test_what_is_derived_is_what_build_gave() -> None:
+    tools = [function("derived_value")]
+    kept = parse_request(v1_body(tools)).tools or []
+    parse_request(v1_body(tools))
+    assert TOOL_LISTS.derived(kept, lambda specs: [spec.type for spec in specs]) == ["function"]
+    assert TOOL_LISTS.derived(kept, lambda specs: [spec.type for spec in specs]) == ["function"]
+
+
+def test_a_tools_list_in_another_item_stays_raw_json() -> None:
+    # Only additional_tools and tool_search_output hold tool specs; any other item's
+    # ``tools`` is its own JSON, even when it equals a kept list.
+    parse_request(v2_body())
+    for kind in ("codex_future_item", "message"):
+        item = {"type": kind, "role": "user", "content": "x", "tools": V2_TOOLS}
+        request = parse_request(orjson.dumps({"model": "m", "input": [item]}))
+        [parsed] = request.input_items()
+        assert parsed.model_extra is not None and parsed.model_extra["tools"] == V2_TOOLS
+        assert all(isinstance(tool, dict) for tool in parsed.model_extra["tools"])
+        assert request.dump()["input"] == [item]
+
+
+def test_a_tools_object_beside_item_tools_is_held_to_the_depth_limit() -> None:
+    tools = deep(MAX_JSON_DEPTH)  # an object, not a list: no tool list, but deep all the same
+    body = {"model": "m", "tools": tools, "input": [{"type": "additional_tools", "tools": V2_TOOLS}]}
+    with pytest.raises(RequestError) as caught:
+        parse_request(orjson.dumps(body))
+    assert caught.value.code == "too_deep"
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+def test_the_other_fields_of_an_item_with_tools_are_held_to_the_depth_limit(depth: int) -> None:
+    item = {"type": "additional_tools", "tools": V2_TOOLS, "x_future": deep(depth - 3)}
+    body = {"model": "m", "input": [item]}
+    for _ in range(2):  # first validated, then kept
+        if depth > MAX_JSON_DEPTH:
+            with pytest.raises(RequestError) as caught:
+                parse_request(orjson.dumps(body))
+            assert caught.value.code == "too_deep"
+        else:
+            assert parse_request(orjson.dumps(body)).dump() == body
+
+
+# ---------------------------------------------------------------- tools kept as raw JSON
+
+
+def test_raw_item_tools_are_validated_once_and_shared() -> None:
+    tools = [function("raw_once"), namespace("raw_ns", function("inner"))]
+    first, second = validate_item_tools(tools), validate_item_tools(orjson.loads(orjson.dumps(tools)))
+    assert first is not second
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert [spec.dump() for spec in first] == tools
+    # Kept at the depth of an item's tools: an additional_tools item with them shares them.
+    shared = item_tools(v2_body(tools), 0)
+    assert all(a is b for a, b in zip(first, shared, strict=True))
+
+
+def test_raw_item_tools_too_deep_to_keep_are_validated_every_time() -> None:
+    tools = [function("raw_deep", parameters=deep(MAX_JSON_DEPTH))]
+    first, second = validate_item_tools(tools), validate_item_tools(tools)
+    assert [spec.dump() for spec in first] == [spec.dump() for spec in second] == tools
+    assert first[0] is not second[0]
+
+
+def test_invalid_raw_item_tools_are_an_error_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(ValidationError):
+            validate_item_tools([function("ok"), {"type": "function"}])

@@ -167,6 +167,15 @@ def test_tool_round_trip_keeps_unknown_fields_at_every_level(spec: dict[str, Any
     assert parsed.dump() == extended
 
 
+@pytest.mark.parametrize(("spec", "cls"), TOOL_PARAMS)
+def test_a_tool_echoed_without_copying_is_the_same_json(spec: dict[str, Any], cls: type[WireModel]) -> None:
+    # A Response echoes the request's tools through shared_dump: the same JSON as dump,
+    # unknown fields and nested namespace tools included, no field added.
+    assert parse_tool(spec).shared_dump() == spec
+    extended = with_unknown_fields(spec)
+    assert parse_tool(extended).shared_dump() == extended
+
+
 def test_custom_formats_are_typed() -> None:
     lark = parse_tool({"type": "custom", "name": "p", "format": {"type": "grammar", "syntax": "lark", "definition": LARK}})
     assert isinstance(lark, CustomTool) and isinstance(lark.format, GrammarFormat)

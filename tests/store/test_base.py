@@ -173,3 +173,77 @@ def test_a_chain_longer_than_the_guard_is_refused() -> None:
     with pytest.raises(RequestError) as caught:
         check_chain_length("resp_x", MAX_CHAIN_LENGTH + 1)
     assert caught.value.code == "previous_response_chain_too_long"
+
+
+# What this version writes: every gateway process sharing a store (older and newer ones
+# too) reads these bytes, and derives these ids for the same exchange.
+WRITTEN = (
+    b'{"v":1,"id":"resp_g","created_at":1700000000,"previous_response_id":null,'
+    b'"response":{"id":"resp_g","created_at":1700000000,"output":[]},"input_items":['
+    b'{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}],'
+    b'"id":"msg_9c1ac467b3532a8d3a3ccaf5db945fb8"},'
+    b'{"type":"function_call_output","call_id":"c","output":"x","id":"fco_cd46a41d29b1d6a73d2a223192474b29"}],'
+    b'"owner":"key:k1"}'
+)
+
+
+def test_the_stored_form_is_the_one_every_process_reads() -> None:
+    record = StoredResponse.from_exchange(
+        {"id": "resp_g", "created_at": 1700000000, "output": []},
+        [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c", "output": "x"}],
+        owner="key:k1",
+    )
+    assert encode_record(record) == WRITTEN
+    assert decode_record(WRITTEN) == record
+
+
+def test_items_without_an_id_each_get_their_own() -> None:
+    record = StoredResponse.from_exchange(response_object("resp_1", "a"), [{"role": "user", "content": "x"}] * 3)
+    ids = [item["id"] for item in record.input_items]
+    assert len(set(ids)) == 3
+
+
+@pytest.mark.parametrize("response_id", [None, "", 123])
+def test_a_response_without_a_string_id_cannot_be_stored(response_id: object) -> None:
+    with pytest.raises(ValueError) as caught:
+        StoredResponse.from_exchange({"id": response_id, "output": []}, "question")
+    assert str(caught.value) == "the response object has no id"
+
+
+def test_a_record_needs_an_id() -> None:
+    with pytest.raises(ValueError) as caught:
+        StoredResponse(id="", created_at=0, response={}, input_items=())
+    assert str(caught.value) == "a stored response needs an id"
+
+
+def test_the_previous_response_given_wins_over_the_response_objects() -> None:
+    record = StoredResponse.from_exchange(
+        response_object("resp_3", "a", previous="resp_1"), "q", previous_response_id="resp_2"
+    )
+    assert record.previous_response_id == "resp_2"
+
+
+@pytest.mark.parametrize("created_at", [None, "yesterday"])
+def test_a_response_without_a_time_is_stored_at_zero(created_at: object) -> None:
+    record = StoredResponse.from_exchange({"id": "resp_1", "created_at": created_at, "output": []}, "q")
+    assert record.created_at == 0
+
+
+def test_a_chain_too_long_names_where_it_ends() -> None:
+    with pytest.raises(RequestError) as caught:
+        check_chain_length("resp_x", MAX_CHAIN_LENGTH + 1)
+    assert caught.value.to_body()["error"] == {
+        "message": f"The chain of previous responses ending at 'resp_x' is longer than {MAX_CHAIN_LENGTH} responses.",
+        "type": "invalid_request_error",
+        "param": "previous_response_id",
+        "code": "previous_response_chain_too_long",
+    }
+
+
+def test_previous_response_not_found_keeps_both_ids() -> None:
+    error = PreviousResponseNotFound("resp_x", "resp_a")
+    assert (error.previous_response_id, error.missing_id) == ("resp_x", "resp_a")
+    assert error.message == (
+        "Previous response with id 'resp_x' cannot be continued: "
+        "the earlier response 'resp_a' in its chain expired or was deleted."
+    )

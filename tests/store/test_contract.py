@@ -198,3 +198,4 @@ async def test_a_corrupt_cycle_is_refused_not_walked_forever(store: ResponseStor
     with pytest.raises(RequestError) as caught:
         await store.chain_input("resp_a")
     assert caught.value.code == "previous_response_chain_too_long"
+    assert caught.value.message.startswith("The chain of previous responses ending at 'resp_a' is longer than")

@@ -105,6 +105,28 @@ def test_limits_that_make_no_sense_are_refused(ttl_seconds: float | None, max_en
         open_store("memory://", ttl_seconds=ttl_seconds, max_entries=max_entries)
 
 
+def test_the_smallest_limits_are_allowed() -> None:
+    assert isinstance(open_store("memory://", ttl_seconds=0.001, max_entries=1), MemoryResponseStore)
+
+
+def test_lifting_both_limits_is_refused_saying_what_is_needed() -> None:
+    with pytest.raises(ValueError) as caught:
+        open_store("memory://", ttl_seconds=None, max_entries=None)
+    assert str(caught.value) == "a response store needs a time to live, a maximum number of entries, or both"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:secret@/0", "redis://:***@/0"),
+        ("redis://cache:notaport/0", "redis://cache/0"),
+    ],
+    ids=["no-host", "a-port-that-is-no-number"],
+)
+def test_redact_url_of_an_odd_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
 async def test_one_limit_may_be_lifted() -> None:
     assert isinstance(open_store("memory://", ttl_seconds=None, max_entries=5), MemoryResponseStore)
     assert isinstance(open_store("memory://", ttl_seconds=5, max_entries=None), MemoryResponseStore)

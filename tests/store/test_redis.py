@@ -11,8 +11,10 @@ import pytest
 import redis
 
 from tests.reliability.helpers import wait_until
+from toolwire.store import RedisServer as RedisServerConnection
 from toolwire.store import StoreUnavailable, open_store
 from toolwire.store._redis import RedisResponseStore
+from toolwire.store._redis_server import DEFAULT_SOCKET_TIMEOUT_SECONDS
 
 from .records import exchange, texts
 from .redis_server import RedisServer, free_port
@@ -122,3 +124,64 @@ async def test_expired_ids_leave_the_index_on_the_next_write(fresh_redis: RedisS
         await store.aclose()
     with redis.Redis.from_url(fresh_redis.url) as client:
         assert client.zrange("toolwire:responses", 0, -1) == [b"resp_last"]
+
+
+async def test_an_unreachable_store_says_why_in_the_drivers_words() -> None:
+    port = free_port()
+    store = RedisResponseStore(f"redis://127.0.0.1:{port}/0", ttl_seconds=60, max_entries=10)
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("resp_1")
+    finally:
+        await store.aclose()
+    message = caught.value.message
+    assert message.startswith(f"The response store redis://127.0.0.1:{port}/0 is unreachable (ConnectionError: Error ")
+    assert message.endswith(")).") and not message.endswith(".).")  # the driver's own period is not doubled
+    assert repr(store) == f"RedisResponseStore('redis://127.0.0.1:{port}/0')"
+
+
+async def test_a_redis_out_of_memory_is_a_503_saying_so(fresh_redis: RedisServer) -> None:
+    store = RedisResponseStore(fresh_redis.url, ttl_seconds=60, max_entries=10)
+    with redis.Redis.from_url(fresh_redis.url) as admin:
+        admin.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(StoreUnavailable) as caught:
+                await store.put(exchange("resp_1", "hello"))
+        finally:
+            admin.config_set("maxmemory", 0)
+            await store.aclose()
+    message = caught.value.message
+    assert message.startswith(f"The response store {fresh_redis.url} failed: ")
+    assert "command not allowed when used memory > 'maxmemory'" in message
+    assert message.endswith(".") and not message.endswith("..")  # Redis's own period is not doubled
+
+
+async def test_a_failing_redis_is_tried_twice_a_command_no_more() -> None:
+    """One quick retry on a fresh connection (which heals what a restart broke), then 503:
+    a server that drops every connection sees exactly two per command."""
+    connections = 0
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = RedisResponseStore(f"redis://127.0.0.1:{port}/0", ttl_seconds=60, max_entries=10)
+    try:
+        for expected in (2, 4):
+            with pytest.raises(StoreUnavailable, match="unreachable"):
+                await store.get("resp_1")
+            assert connections == expected
+    finally:
+        await store.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+def test_the_client_waits_a_bounded_time_for_a_connection_and_an_answer() -> None:
+    server = RedisServerConnection("redis://127.0.0.1:6379/0", what="response store")
+    settings = server.client.connection_pool.connection_kwargs
+    assert (settings["socket_timeout"], settings["socket_connect_timeout"]) == (DEFAULT_SOCKET_TIMEOUT_SECONDS,) * 2
+    assert settings["decode_responses"] is False  # records are bytes, decoded by orjson

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -60,3 +63,80 @@ async def test_closing_twice_is_harmless(tmp_path: Path) -> None:
     await store.put(exchange("resp_1", "hello"))
     await store.aclose()
     await store.aclose()
+
+
+async def test_a_failing_file_is_named_with_what_went_wrong(tmp_path: Path) -> None:
+    (tmp_path / "not-a-directory").write_text("")
+    store = open_store(f"sqlite://{tmp_path}/not-a-directory/r.db", ttl_seconds=60, max_entries=10)
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("resp_1")
+    finally:
+        await store.aclose()
+    parent = tmp_path / "not-a-directory"
+    assert caught.value.message == f"The response store {parent}/r.db failed: [Errno 17] File exists: '{parent}'."
+    (tmp_path / "text.db").write_text("not a database " * 100)
+    store = open_store(f"sqlite://{tmp_path}/text.db", ttl_seconds=60, max_entries=10)
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("resp_1")
+    finally:
+        await store.aclose()
+    assert caught.value.message == f"The response store {tmp_path}/text.db failed: file is not a database."
+    assert repr(store) == f"SQLiteResponseStore({str(tmp_path / 'text.db')!r})"
+
+
+async def test_the_eviction_order_is_strict_while_the_clock_stands_still(tmp_path: Path) -> None:
+    # Two writes in one tick of a coarse clock, or a continuation in it, still order.
+    store = SQLiteResponseStore(tmp_path / "r.db", ttl_seconds=None, max_entries=3, clock=lambda: 1000.0)
+    try:
+        for name in ("resp_a", "resp_b", "resp_c"):
+            await store.put(exchange(name, name))
+        await store.chain_input("resp_a")  # resp_a is now the most recently used
+        await store.put(exchange("resp_d", "d"))
+        assert [await store.get(name) is not None for name in ("resp_a", "resp_b", "resp_c", "resp_d")] == [
+            True,
+            False,
+            True,
+            True,
+        ]
+    finally:
+        await store.aclose()
+
+
+async def test_a_clock_that_goes_back_does_not_reorder_the_eviction(tmp_path: Path) -> None:
+    # Processes sharing a file compare their clocks; one that is behind writes "earlier".
+    readings = iter([1000.0, 990.0, 995.0, 0.0, 0.0, 0.0])  # three writes, then three reads
+    store = SQLiteResponseStore(tmp_path / "r.db", ttl_seconds=None, max_entries=2, clock=lambda: next(readings))
+    try:
+        for name in ("resp_a", "resp_b", "resp_c"):
+            await store.put(exchange(name, name))
+        assert [await store.get(name) is not None for name in ("resp_a", "resp_b", "resp_c")] == [False, True, True]
+    finally:
+        await store.aclose()
+
+
+def sqlite_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("toolwire-sqlite")]
+
+
+def open_descriptors_of(path: Path) -> list[str]:
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == str(path):
+                found.append(fd.name)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open files (Linux)")
+async def test_closing_the_store_closes_its_file_and_stops_its_thread(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    before = set(sqlite_threads())
+    store = SQLiteResponseStore(path, ttl_seconds=60, max_entries=10)
+    await store.put(exchange("resp_1", "hello"))
+    assert open_descriptors_of(path) and len(set(sqlite_threads()) - before) == 1  # named for thread dumps
+    await store.aclose()
+    assert open_descriptors_of(path) == []
+    assert set(sqlite_threads()) - before == set()
