@@ -174,3 +174,43 @@ async def test_on_request_does_not_ask_for_read_only_commands(tmp_path: Path) ->
     approver = ScriptedApprover()
     await ExecCommand().run({"cmd": "ls"}, context(tmp_path, Approval.ON_REQUEST, approver))
     assert approver.requests == []
+
+
+async def test_the_command_runs_in_bash_with_stdin_closed(full_access: ToolContext) -> None:
+    """Whatever the agent's own stdin is (a pipe here), the command's is /dev/null: a
+    command that reads it ends at once instead of waiting, or stealing the agent's input."""
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        shell = await ExecCommand().run({"cmd": "echo bash=$BASH_VERSION; readlink /proc/self/fd/0; cat"}, full_access)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    assert isinstance(shell.content, str) and shell.success
+    bash, stdin = shell.content.split("Output:\n", 1)[1].splitlines()
+    assert bash.startswith("bash=") and bash != "bash="
+    assert stdin == "/dev/null"
+
+
+async def test_output_that_is_not_utf8_is_shown_with_replacement_characters(full_access: ToolContext) -> None:
+    output = await ExecCommand(output_limit=8).run({"cmd": r"printf '\377ab\376cdefghij\375'"}, full_access)
+    text = str(output.content).split("Output:\n", 1)[1]
+    assert text == "\ufffdab\ufffd\n[... 5 bytes of output omitted ...]\nhij\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("limit", "chunks", "expected"),
+    [
+        (8, [b"ab", b"cdef"], "abcdef"),  # the head fills across chunks
+        (4, [b"abcde"], "ab\n[... 1 bytes of output omitted ...]\nde"),
+        (4, [b"abcd", b"", b"ef"], "ab\n[... 2 bytes of output omitted ...]\nef"),
+    ],
+)
+def test_output_capture_edges(limit: int, chunks: list[bytes], expected: str) -> None:
+    capture = OutputCapture(limit)
+    for chunk in chunks:
+        capture.feed(chunk)
+    assert capture.text() == expected
+    assert capture.total == sum(len(chunk) for chunk in chunks)
