@@ -24,6 +24,7 @@ async def read(client: HttpResponsesClient) -> bytes:
 async def test_it_posts_to_responses_under_the_base_url(server: ResponsesUpstream) -> None:
     server.enqueue(ScriptedResponse([assistant_message("hello")]))
     async with HttpResponsesClient(server.base_url + "/", api_key="sk-agent") as client:
+        assert client.base_url == server.base_url
         received = await read(client)
     assert b'"text":"hello"' in received
     [request] = server.requests

@@ -273,3 +273,29 @@ def test_the_final_answer_is_the_last_assistant_text() -> None:
     assert final_answer([plain]) == "plain"
     assert final_answer([said, message("assistant")]) == "Almost done.", "an empty message is no answer"
     assert final_answer([user]) == ""
+
+
+async def test_by_default_four_calls_run_at_once() -> None:
+    running: set[str] = set()
+    release = asyncio.Event()
+
+    class Wait(FunctionToolHandler):
+        spec = FunctionTool(type="function", name="wait", parameters={"type": "object"})
+
+        async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+            running.add(arguments["n"])
+            await release.wait()
+            return ToolOutput("ok")
+
+    calls = [function_call("wait", f'{{"n": "{n}"}}', f"c{n}") for n in range(6)]
+    run = asyncio.ensure_future(run_loop([ScriptedResponse(calls), ScriptedResponse([assistant_message("done")])],
+                                         tools=router(Wait())))  # fmt: skip
+    async with asyncio.timeout(20):
+        while len(running) < 4:
+            await asyncio.sleep(0.005)
+    for _ in range(20):  # give a fifth call every chance to start
+        await asyncio.sleep(0.005)
+    assert len(running) == 4
+    release.set()
+    result, _, _ = await asyncio.wait_for(run, 20)
+    assert result.answer == "done" and len(running) == 6

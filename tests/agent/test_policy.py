@@ -147,3 +147,14 @@ async def test_the_scripted_approver_answers_from_its_list_then_the_default() ->
     assert [await approver(REQUEST), await approver(REQUEST)] == [True, False]
     assert approver.requests == [REQUEST, REQUEST]
     assert await ScriptedApprover(default=True)(REQUEST) is True
+
+
+async def test_by_default_nobody_approves() -> None:
+    assert await ScriptedApprover()(REQUEST) is False
+    with pytest.raises(RespondToModel, match="refused: the user did not allow exec_command"):
+        await Policy(Sandbox.READ_ONLY, Approval.ON_REQUEST).authorize(REQUEST, writes=True)
+
+
+def test_find_without_a_path_is_still_judged_by_its_actions() -> None:
+    assert is_read_only_command("find -delete") is False
+    assert is_read_only_command("find -name x") is True
