@@ -175,6 +175,7 @@ async def test_a_refused_connection_is_retried_then_502_naming_the_upstream() ->
         await endpoint.aclose()
     assert (error.status, error.code, error.upstream_status) == (502, "upstream_unreachable", None)
     assert error.message.startswith(f"Cannot reach the upstream at {url}: ")
+    assert "Connect call failed" in error.message  # the cause's own words
     assert error.__cause__ is not None
 
 
@@ -193,6 +194,7 @@ async def test_no_first_byte_in_time_is_504_and_not_retried(upstream: ChatUpstre
         await endpoint.aclose()
     assert (error.status, error.code) == (504, "upstream_timeout")
     assert error.message == f"The upstream at {upstream.base_url} sent no response within 0.3 s."
+    assert error.__cause__ is not None
     assert len(upstream.requests) == 1
 
 

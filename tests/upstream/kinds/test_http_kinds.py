@@ -4,6 +4,7 @@ key and settings, and how each one's answer comes back."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,9 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.support.chat_upstream import ChatUpstream, HttpError, Text
+from tests.support.chat_upstream import ChatUpstream, HttpError, Stall, Text
 from tests.support.messages_upstream import Answer, MessagesUpstream, Said
 from tests.support.responses_upstream import ResponsesUpstream, Whole, answer, message
+from toolwire.agent import ScriptedResponse, assistant_message
 from toolwire.config import ServerConfig, UpstreamConfig
 from toolwire.errors import UpstreamError
 from toolwire.protocol import parse_request
@@ -201,3 +203,119 @@ async def test_anthropic_sends_the_key_and_version_to_v1_messages(messages: Mess
     assert request.headers["x-api-key"] == "sk-kinds" and "authorization" not in request.headers
     assert request.headers["anthropic-version"] == "2023-06-01"
     assert messages.message_requests[0]["model"] == "up-model"
+
+
+# ---------------------------------------------------------------- what every kind shares
+
+
+HOSTED_TOOL = {"type": "web_search"}
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses", "anthropic"])
+async def test_the_response_is_the_gateways_and_the_call_says_what_changed(
+    kind: str, upstream: ChatUpstream, responses: ResponsesUpstream, messages_upstream: MessagesUpstream
+) -> None:
+    url = {"chat": upstream.base_url, "responses": responses.base_url, "anthropic": messages_upstream.base_url}[kind]
+    upstream.enqueue(Text("hi"))
+    responses.enqueue(answer([message("hi")]))
+    messages_upstream.enqueue(Answer([Said("hi")]))
+    request = parse_request(orjson.dumps({"model": "client-model", "input": "hi", "stream": True,
+                                          "tools": [CUSTOM, HOSTED_TOOL]}))  # fmt: skip
+    async with built(kind, url) as backend:
+        assert backend.display_url == url.rstrip("/")  # type: ignore[attr-defined]
+        call = backend.prepare(request, upstream_model="up-model", response_id="resp_77", created_at=1234)
+        machine = call.machine
+        machine.start()
+        async with backend.stream(call.body) as batches:
+            async for batch in batches:
+                for item in batch:
+                    machine.feed(item)
+        machine.finish(completed_at=2, ended_cleanly=True)
+    response = machine.response
+    assert (response["id"], response["model"]) == ("resp_77", "client-model")
+    if kind != "responses":  # a Responses server's answer says when it was made
+        assert response["created_at"] == 1234
+    assert call.conversions[0].startswith(("custom tool apply_patch wrapped as ", "custom tools sent as functions"))
+    assert call.warnings and all("web_search" in warning for warning in call.warnings)
+
+
+def test_an_unknown_kind_names_the_known_ones() -> None:
+    with pytest.raises(ValueError) as refused:
+        backend_kind("grpc")
+    assert str(refused.value) == "unknown kind 'grpc' (known: chat, responses, anthropic, mock)"
+
+
+async def test_the_key_is_read_from_the_process_environment_only_when_named(upstream: ChatUpstream) -> None:
+    import os
+
+    upstream.enqueue(Text("ok"))
+    upstream_config = UpstreamConfig(name="u", kind="chat", base_url=upstream.base_url)
+    chat = backend_kind("chat").build(upstream_config, BackendSetup(ServerConfig(), os.environ))
+    try:
+        await fetched(chat, {"model": "m", "input": "hi"})
+    finally:
+        await chat.aclose()
+    assert "authorization" not in upstream.requests[0].headers
+
+
+async def test_the_upstream_timeout_comes_from_the_server_settings(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Stall(0, seconds=10))
+    async with built("chat", upstream.base_url, server=ServerConfig(upstream_timeout=0.3, upstream_retries=1)) as chat:
+        with pytest.raises(UpstreamError) as slow:
+            await fetched(chat, {"model": "m", "input": "hi"})
+    assert slow.value.message == f"The upstream at {upstream.base_url} sent no response within 0.3 s."
+
+
+async def test_the_proxy_comes_from_the_environment_the_backend_is_built_with(upstream: ChatUpstream) -> None:
+    from tests.support.forward_proxy import ForwardProxy
+
+    upstream.enqueue(Text("proxied"))
+    remote = f"http://upstream.invalid:{upstream.port}/v1"
+    with ForwardProxy(upstream.port) as proxy:
+        async with built("chat", remote, environ={"HTTP_PROXY": proxy.url, KEY_ENV: "sk-kinds"}) as chat:
+            assert text_of(await fetched(chat, {"model": "m", "input": "hi"})) == "proxied"
+    assert [r.url for r in proxy.requests] == [f"{remote}/chat/completions"]
+
+
+async def test_a_preset_shapes_the_request(upstream: ChatUpstream, messages_upstream: MessagesUpstream) -> None:
+    upstream.enqueue(Text("ok"))
+    async with built("chat", upstream.base_url, preset="openai") as chat:
+        await fetched(chat, {"model": "m", "input": "hi", "max_output_tokens": 100})
+    assert upstream.chat_requests[0]["max_completion_tokens"] == 100 and "max_tokens" not in upstream.chat_requests[0]
+    messages_upstream.enqueue(Answer([Said("ok")]))
+    async with built("anthropic", messages_upstream.base_url, preset="kimi-anthropic") as kimi:
+        await fetched(kimi, {"model": "m", "input": "hi"})
+    assert messages_upstream.message_requests[0]["max_tokens"] == 32768
+
+
+async def test_a_tool_call_comes_back_under_the_clients_name(messages_upstream: MessagesUpstream) -> None:
+    from tests.support.messages_upstream import Use
+
+    messages_upstream.enqueue(Answer([Use("collaboration__list_agents", {})]))
+    agents = {"type": "namespace", "name": "collaboration", "description": "agents",
+              "tools": [{"type": "function", "name": "list_agents", "parameters": {"type": "object"}}]}  # fmt: skip
+    async with built("anthropic", messages_upstream.base_url, preset="anthropic") as backend:
+        response = await streamed(backend, {"model": "m", "input": "who?", "tools": [agents]})
+    [call] = response["output"]
+    assert (call["type"], call["namespace"], call["name"]) == ("function_call", "collaboration", "list_agents")
+
+
+async def test_anthropics_readiness_check_is_v1_models(upstream: ChatUpstream) -> None:
+    root = upstream.base_url.removesuffix("/v1")
+    async with built("anthropic", root, preset="anthropic") as backend:
+        await backend.check()
+    assert [(r.method, r.path) for r in upstream.requests] == [("GET", "/v1/models")]
+
+
+@pytest.mark.parametrize("kind", ["responses", "anthropic"])
+async def test_reading_stops_at_the_terminal_event_of_a_stream_held_open(
+    kind: str, responses: ResponsesUpstream, messages_upstream: MessagesUpstream
+) -> None:
+    from tests.support.messages_upstream import Stall as MessagesStall
+
+    responses.enqueue(ScriptedResponse([assistant_message("done")], stall_after=1000))
+    messages_upstream.enqueue(MessagesStall(after_events=1000, seconds=30, reply=Answer([Said("done")])))
+    url = responses.base_url if kind == "responses" else messages_upstream.base_url
+    async with built(kind, url, server=ServerConfig(upstream_timeout=5)) as backend:
+        response = await asyncio.wait_for(streamed(backend, {"model": "m", "input": "hi"}), 20)
+    assert response["status"] == "completed" and text_of(response) == "done"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from toolwire.config import ServerConfig, UpstreamConfig
 from toolwire.protocol import parse_request
@@ -172,3 +173,49 @@ async def test_it_needs_nothing_to_be_ready_and_compacts_nothing_itself() -> Non
     assert backend.native_compaction is None
     assert await backend.aclose() is None
     assert backend_kind("mock").needs_base_url is False
+
+
+async def chunks_of(body: JSON) -> list[JSON]:
+    backend = mock()
+    call = backend.prepare(parse_request(orjson.dumps(body)), upstream_model="mock-1", response_id="resp_1", created_at=1)
+    async with backend.stream(call.body) as batches:
+        return [chunk async for batch in batches for chunk in batch]
+
+
+async def test_what_it_streams_and_answers_is_valid_chat_completions() -> None:
+    for body in ({"model": "m", "input": "think first\ncall ls {}", "tools": [LS]}, {"model": "m", "input": "call ls", "tools": [LS]}):
+        chunks = await chunks_of(body)
+        for chunk in chunks:
+            ChatCompletionChunk.model_validate(chunk)
+        assert {chunk["id"] for chunk in chunks} == {chunks[0]["id"]} and len(chunks[0]["id"]) == len("chatcmpl-mock-") + 12
+        assert {chunk["model"] for chunk in chunks} == {"mock-1"}
+        assert {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
+        assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+        assert chunks[-2]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+        [opening] = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("tool_calls", [{}])[0].get("id")]
+        assert opening["choices"][0]["delta"]["tool_calls"][0]["function"] == {"name": "ls", "arguments": ""}
+        answer, _ = await whole(body)
+        ChatCompletion.model_validate(answer)
+
+
+async def test_the_response_is_the_one_the_gateway_names() -> None:
+    _, response, _ = await streamed({"model": "m", "input": "hi"})
+    assert (response["id"], response["created_at"], response["model"]) == ("resp_1", 1, "m")
+
+
+async def test_a_whole_answer_counts_what_it_wrote() -> None:
+    answer, _ = await whole({"model": "m", "input": "hello"})
+    call = mock().prepare(parse_request(b'{"model":"m","input":"hello"}'), upstream_model="mock-1", response_id="r", created_at=1)
+    expected = usage_of(call.body["messages"], "You said: hello")
+    assert answer["usage"] == {**expected, "total_tokens": expected["prompt_tokens"] + expected["completion_tokens"]}
+
+
+async def test_it_answers_only_what_the_user_said_last() -> None:
+    conversation = [
+        {"type": "message", "role": "user", "content": "call ls"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "I will not."}]},
+    ]
+    _, response, _ = await streamed({"model": "m", "input": conversation, "tools": [LS]})
+    assert response["output"][0]["content"][0]["text"] == "You said: "
+    _, asked_politely, _ = await streamed({"model": "m", "input": "please ls", "tools": [LS]})
+    assert [item["type"] for item in asked_politely["output"]] == ["message"], "only 'call <tool>' makes a call"
