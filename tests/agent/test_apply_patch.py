@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -329,3 +331,168 @@ def test_commit_keeps_file_modes(tmp_path: Path) -> None:
     commit({script: "echo 2\n"})
     assert script.read_text() == "echo 2\n"
     assert script.stat().st_mode & 0o777 == 0o755
+
+
+# ---------------------------------------------------------------- what the model is told, and rollback
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "*** Begin Patch\n*** Frobnicate: x\n*** End Patch\n",
+            "invalid patch at line 2: '*** Frobnicate: x' is there, but the grammar expects one of: "
+            "'*** Add File: ', '*** Delete File: ', '*** Update File: '",
+        ),
+        (
+            "*** Begin Patch x\n*** Delete File: a\n*** End Patch\n",
+            "invalid patch at line 1: ' x' is there, but the grammar expects one of: a line break",
+        ),
+        (
+            "*** Begin Patch\n*** Add File: \n+x\n*** End Patch\n",
+            "invalid patch at line 2: '\\n' is there, but the grammar expects one of: text",
+        ),
+        (
+            "*** Begin Patch\n*** Add File: a.txt\n*** End Patch\n",
+            "invalid patch at line 3: '*** End Patch' is there, but the grammar expects one of: '+'",
+        ),
+    ],
+)
+def test_a_parse_error_names_what_the_grammar_expects_at_that_place(text: str, message: str) -> None:
+    with pytest.raises(PatchError) as refused:
+        parse_patch(text)
+    assert str(refused.value) == message
+
+
+def test_parsed_names_and_lines_keep_their_text() -> None:
+    [add, update] = parse_patch(
+        patch("*** Add File: dir/my file.txt", "+  two  spaces", "*** Update File: a.py", "@@", "-x", "+y", "@@", "+z")
+    )
+    assert add == AddFile("dir/my file.txt", ("  two  spaces",))
+    assert update == UpdateFile("a.py", None, (Chunk(None, ("x",), ("y",)), Chunk(None, (), ("z",))))
+
+
+@pytest.mark.parametrize(
+    ("original", "chunks", "expected"),
+    [
+        # several chunks are applied where each was found, whatever the order of their starts
+        ("a\nb\nc\nd\n", [Chunk(None, ("b",), ("B", "B2")), Chunk(None, ("d",), ("D",))], "a\nB\nB2\nc\nD\n"),
+        # a pure addition after its context, then a change further down
+        ("f\ng\nh\n", [Chunk("f", (), ("new",)), Chunk(None, ("h",), ("H",))], "f\nnew\ng\nH\n"),
+        # ... or of the very next line: the addition stays before the change
+        ("f\ng\nh\n", [Chunk("f", (), ("new",)), Chunk(None, ("g",), ("G",))], "f\nnew\nG\nh\n"),
+        # two additions after one context line keep their order
+        ("f\nf\n", [Chunk("f", (), ("a",)), Chunk(None, (), ("end",))], "f\na\nf\nend\n"),
+        # an empty last line the file lacks, anchored at the end of the file
+        ("x\ny\nx\n", [Chunk(None, ("x", ""), ("z", ""), True)], "x\ny\nz\n"),
+        # several lines matched together, at the end of the file when told so
+        ("x\ny\nx\ny\n", [Chunk(None, ("x", "y"), ("z",), True)], "x\ny\nz\n"),
+        # an empty last line the file lacks, on both sides of the change
+        ("a\nb\n", [Chunk(None, ("a", "b", ""), ("A", "b", ""))], "A\nb\n"),
+        ("a\nb\n", [Chunk(None, ("b", ""), ("B",))], "a\nB\n"),
+    ],
+)
+def test_update_text_more(original: str, chunks: list[Chunk], expected: str) -> None:
+    assert update_text(original, chunks, "f") == expected
+
+
+def test_update_text_says_which_lines_it_looked_for() -> None:
+    with pytest.raises(PatchError) as missing:
+        update_text("a\n", [Chunk(None, ("x", "y"), ("z",))], "f.py")
+    assert str(missing.value) == "cannot update f.py: these lines were not found:\nx\ny"
+
+
+async def test_files_that_cannot_be_read_as_text(full_access: ToolContext) -> None:
+    root = full_access.cwd
+    (root / "dir").mkdir()
+    (root / "binary.bin").write_bytes(b"\xff\xfe\x00")
+    (root / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    with pytest.raises(RespondToModel) as directory:
+        await ApplyPatch().run(patch("*** Update File: dir", "-x", "+y"), full_access)
+    assert directory.value.message == f"{root.resolve() / 'dir'} is a directory\nNothing was changed."
+    with pytest.raises(RespondToModel) as binary:
+        await ApplyPatch().run(patch("*** Delete File: binary.bin"), full_access)
+    assert binary.value.message == f"{root.resolve() / 'binary.bin'} is not a UTF-8 text file\nNothing was changed."
+    await ApplyPatch().run(patch("*** Update File: crlf.txt", "-two", "+2"), full_access)
+    assert (root / "crlf.txt").read_bytes() == b"one\n2\n"
+
+
+async def test_approval_names_every_path_it_would_edit(tmp_path: Path) -> None:
+    approver = ScriptedApprover([False])
+    context = ToolContext(tmp_path, Policy(Sandbox.READ_ONLY, Approval.ON_REQUEST, approver))
+    (tmp_path / "a.txt").write_text("a\n")
+    with pytest.raises(RespondToModel):
+        await ApplyPatch().run(patch("*** Add File: b.txt", "+b", "*** Update File: a.txt", "*** Move to: c.txt"), context)
+    [request] = approver.requests
+    assert request.action == f"edit b.txt, a.txt, c.txt in {tmp_path.resolve()}"
+
+
+def test_a_write_that_fails_midway_puts_everything_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rename that fails after others succeeded (a full disk, a read-only remount): the
+    files already installed are removed and the old ones put back."""
+    (tmp_path / "a.txt").write_text("old a\n")
+    (tmp_path / "b.txt").write_text("old b\n")
+    real_replace = os.replace
+    calls: list[tuple[str, str]] = []
+
+    def replace(source: Any, target: Any) -> None:
+        calls.append((Path(source).name, Path(target).name))
+        if len(calls) == 4:  # a aside, b aside, a installed, then b fails
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError):
+        commit({tmp_path / "a.txt": "new a\n", tmp_path / "b.txt": "new b\n", tmp_path / "c.txt": "new c\n"})
+    monkeypatch.undo()
+    assert (tmp_path / "a.txt").read_text() == "old a\n" and (tmp_path / "b.txt").read_text() == "old b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
+
+
+async def test_a_write_that_fails_is_told_to_the_model(full_access: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    def replace(source: Any, target: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(RespondToModel) as refused:
+        await ApplyPatch().run(patch("*** Add File: a.txt", "+x"), full_access)
+    assert refused.value.message == (
+        "apply_patch could not write the files ([Errno 30] Read-only file system); nothing was changed."
+    )
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("*** Update File: ../outside.txt", "*** Move to: inside.txt"),
+        ("*** Update File: inside.txt", "*** Move to: ../outside.txt"),
+    ],
+)
+async def test_a_move_checks_both_of_its_paths(full_access: ToolContext, lines: tuple[str, str]) -> None:
+    root = full_access.cwd
+    (root.parent / "outside.txt").write_text("outside\n")
+    (root / "inside.txt").write_text("inside\n")
+    with pytest.raises(RespondToModel, match="outside the working directory"):
+        await ApplyPatch().run(patch(*lines), full_access)
+    assert (root.parent / "outside.txt").read_text() == "outside\n" and (root / "inside.txt").read_text() == "inside\n"
+
+
+async def test_paths_are_cleaned_before_anyone_is_asked(tmp_path: Path) -> None:
+    approver = ScriptedApprover([True])
+    context = ToolContext(tmp_path, Policy(Sandbox.READ_ONLY, Approval.ON_REQUEST, approver))
+    (tmp_path / "a.txt").write_text("one\n")
+    output = await ApplyPatch().run(
+        patch("*** Update File: ./a.txt", "*** Move to: sub/../b.txt", "-one", "+1", "*** Add File: c.txt", "+x", "+y"),
+        context,
+    )
+    assert approver.requests[0].action == f"edit a.txt, b.txt, c.txt in {tmp_path.resolve()}"
+    assert output.content == "Success. Updated the following files:\nM b.txt\nA c.txt\n"
+    assert (tmp_path / "b.txt").read_text() == "1\n" and (tmp_path / "c.txt").read_text() == "x\ny\n"
+    assert not (tmp_path / "a.txt").exists()
+
+
+async def test_a_context_line_that_is_not_there_is_an_error_even_alone(full_access: ToolContext) -> None:
+    (full_access.cwd / "a.py").write_text("def f():\n    pass\n")
+    with pytest.raises(RespondToModel) as refused:
+        await ApplyPatch().run(patch("*** Update File: a.py", "@@ def g():"), full_access)
+    assert refused.value.message == "cannot update a.py: context line not found: 'def g():'\nNothing was changed."

@@ -174,3 +174,103 @@ async def test_on_request_does_not_ask_for_read_only_commands(tmp_path: Path) ->
     approver = ScriptedApprover()
     await ExecCommand().run({"cmd": "ls"}, context(tmp_path, Approval.ON_REQUEST, approver))
     assert approver.requests == []
+
+
+async def test_the_command_runs_in_bash_with_stdin_closed(full_access: ToolContext) -> None:
+    """Whatever the agent's own stdin is (a pipe here), the command's is /dev/null: a
+    command that reads it ends at once instead of waiting, or stealing the agent's input."""
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        shell = await ExecCommand().run({"cmd": "echo bash=$BASH_VERSION; readlink /proc/self/fd/0; cat"}, full_access)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    assert isinstance(shell.content, str) and shell.success
+    bash, stdin = shell.content.split("Output:\n", 1)[1].splitlines()
+    assert bash.startswith("bash=") and bash != "bash="
+    assert stdin == "/dev/null"
+
+
+async def test_output_that_is_not_utf8_is_shown_with_replacement_characters(full_access: ToolContext) -> None:
+    output = await ExecCommand(output_limit=8).run({"cmd": r"printf '\377ab\376cdefghij\375'"}, full_access)
+    text = str(output.content).split("Output:\n", 1)[1]
+    assert text == "\ufffdab\ufffd\n[... 5 bytes of output omitted ...]\nhij\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("limit", "chunks", "expected"),
+    [
+        (8, [b"ab", b"cdef"], "abcdef"),  # the head fills across chunks
+        (4, [b"abcde"], "ab\n[... 1 bytes of output omitted ...]\nde"),
+        (4, [b"abcd", b"", b"ef"], "ab\n[... 2 bytes of output omitted ...]\nef"),
+    ],
+)
+def test_output_capture_edges(limit: int, chunks: list[bytes], expected: str) -> None:
+    capture = OutputCapture(limit)
+    for chunk in chunks:
+        capture.feed(chunk)
+    assert capture.text() == expected
+    assert capture.total == sum(len(chunk) for chunk in chunks)
+
+
+async def test_a_shell_that_exits_while_a_background_process_holds_its_output(full_access: ToolContext) -> None:
+    """The shell's exit ends the call (its exit code, what was written by then), not the
+    background process that still has the output pipe."""
+    output = await asyncio.wait_for(
+        ExecCommand().run({"cmd": "(sleep 600; echo late) & echo $!; echo now", "timeout_ms": 30_000}, full_access),
+        RETURNS_WITHIN,
+    )
+    text = str(output.content)
+    assert text.startswith("Exit code: 0\n") and output.success
+    pid, now = text.split("Output:\n", 1)[1].splitlines()
+    assert now == "now"
+    assert wait_until_stopped(int(pid))
+
+
+async def test_the_wall_time_is_how_long_the_command_took(full_access: ToolContext) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    output = await ExecCommand().run({"cmd": "true"}, full_access)
+    took = loop.time() - started
+    reported = float(str(output.content).split("Wall time: ", 1)[1].split(" seconds", 1)[0])
+    assert 0 <= reported <= took + 0.01
+
+
+async def test_the_default_timeout_and_output_limit(full_access: ToolContext) -> None:
+    handler = ExecCommand()
+    assert (handler.default_timeout, handler.max_timeout, handler.output_limit) == (60.0, 600.0, 32_768)
+    long = await handler.run({"cmd": "head -c 40000 /dev/zero | tr '\\0' x"}, full_access)
+    assert "[... 7232 bytes of output omitted ...]" in str(long.content)
+    quick = await ExecCommand(default_timeout=0.2).run({"cmd": "sleep 600"}, full_access)
+    assert str(quick.content).startswith("Killed after the 0.2 s timeout\n")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"cmd": "ls", "timeout_ms": 0}, "exec_command: `timeout_ms` must be a positive number"),
+        ({"cmd": "ls", "max_output_bytes": True}, "exec_command: `max_output_bytes` must be a positive number"),
+        ({"cmd": "ls", "workdir": 3}, "exec_command: `workdir` must be a string"),
+    ],
+)
+async def test_bad_arguments_are_told_exactly(full_access: ToolContext, arguments: dict[str, object], message: str) -> None:
+    with pytest.raises(RespondToModel) as refused:
+        await ExecCommand().run(dict(arguments), full_access)
+    assert refused.value.message == message
+
+
+async def test_the_smallest_limits_the_model_may_ask_for(full_access: ToolContext) -> None:
+    output = await ExecCommand().run({"cmd": "printf abc", "max_output_bytes": 1, "timeout_ms": 1000}, full_access)
+    assert str(output.content).endswith("Output:\na\n[... 2 bytes of output omitted ...]\n")
+
+
+async def test_a_working_directory_that_is_gone(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    with pytest.raises(RespondToModel) as refused:
+        await ExecCommand().run({"cmd": "pwd"}, ToolContext(gone, Policy(sandbox=Sandbox.DANGER_FULL_ACCESS)))
+    assert refused.value.message == (
+        f"exec_command could not start the command: [Errno 2] No such file or directory: {gone!r}"
+    )

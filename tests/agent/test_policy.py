@@ -121,3 +121,40 @@ async def test_terminal_approver_declines_without_a_terminal(tmp_path: Path) -> 
     approver = TerminalApprover(prompts, tty_path=str(tmp_path / "missing" / "tty"))
     assert await approver(REQUEST) is False
     assert "no terminal to ask on: declined" in prompts.getvalue()
+
+
+def answered_on_a_terminal(typed: bytes) -> bool:
+    controller, terminal = os.openpty()
+    try:
+        os.write(controller, typed)
+        approver = TerminalApprover(io.StringIO(), tty_path=os.ttyname(terminal))
+        import asyncio
+
+        return asyncio.run(approver(REQUEST))
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
+def test_a_long_answer_is_read_whole_and_an_undecodable_one_declines() -> None:
+    assert answered_on_a_terminal(b"y" + b" " * 1500 + b"\n") is True  # longer than one read
+    assert answered_on_a_terminal(b"\xff\xfe\n") is False
+    assert answered_on_a_terminal(b"\x04") is False  # Ctrl-D: the terminal ends the input
+
+
+async def test_the_scripted_approver_answers_from_its_list_then_the_default() -> None:
+    approver = ScriptedApprover([True], default=False)
+    assert [await approver(REQUEST), await approver(REQUEST)] == [True, False]
+    assert approver.requests == [REQUEST, REQUEST]
+    assert await ScriptedApprover(default=True)(REQUEST) is True
+
+
+async def test_by_default_nobody_approves() -> None:
+    assert await ScriptedApprover()(REQUEST) is False
+    with pytest.raises(RespondToModel, match="refused: the user did not allow exec_command"):
+        await Policy(Sandbox.READ_ONLY, Approval.ON_REQUEST).authorize(REQUEST, writes=True)
+
+
+def test_find_without_a_path_is_still_judged_by_its_actions() -> None:
+    assert is_read_only_command("find -delete") is False
+    assert is_read_only_command("find -name x") is True

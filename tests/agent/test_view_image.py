@@ -59,3 +59,28 @@ async def test_problems_are_told_to_the_model(
         (full_access.cwd / name).write_bytes(content)
     with pytest.raises(RespondToModel, match=message):
         await ViewImage(max_bytes=1000).run({"path": name}, full_access)
+
+
+def test_riff_that_is_not_webp_is_no_image() -> None:
+    assert image_media_type(b"RIFF\x00\x00\x00\x00WAVEfmt ") is None
+    assert image_media_type(b"RIFX\x00\x00\x00\x00WEBPVP8 ") is None
+
+
+@pytest.mark.parametrize("path", [None, "", 7])
+async def test_the_path_must_be_a_non_empty_string(full_access: ToolContext, path: object) -> None:
+    with pytest.raises(RespondToModel) as refused:
+        await ViewImage().run({} if path is None else {"path": path}, full_access)
+    assert refused.value.message == "view_image needs `path`, a non-empty string"
+
+
+async def test_an_image_of_exactly_the_limit_is_shown(full_access: ToolContext) -> None:
+    (full_access.cwd / "exact.png").write_bytes(PNG)
+    output = await ViewImage(max_bytes=len(PNG)).run({"path": "exact.png"}, full_access)
+    assert isinstance(output.content, list) and output.content[0].type == "input_image"
+
+
+async def test_a_path_that_cannot_be_read(full_access: ToolContext) -> None:
+    (full_access.cwd / "folder.png").mkdir()
+    with pytest.raises(RespondToModel) as refused:
+        await ViewImage().run({"path": "folder.png"}, full_access)
+    assert refused.value.message == "view_image: cannot read folder.png: Is a directory"

@@ -19,8 +19,9 @@ def test_a_plain_local_configuration_has_no_problem() -> None:
 
 
 def test_no_upstream_at_all() -> None:
-    (problem,) = serve_problems(GatewayConfig(), {})
-    assert problem.startswith("no upstream") and "--upstream" in problem
+    assert serve_problems(GatewayConfig(), {}) == [
+        "no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE."
+    ]
 
 
 def test_an_upstream_key_variable_that_is_not_set() -> None:
@@ -34,6 +35,20 @@ def test_credentials_in_the_url_and_a_key_are_refused(url: str) -> None:
     problems = serve_problems(config(url, 'api_key_env = "KEY"'), {"KEY": "sk-x"})
     assert problems == ["the upstream 'local' has credentials in its URL and a key in KEY: give one of them."]
     assert serve_problems(config(url), {}) == []  # the URL's credentials alone are fine
+
+
+def test_an_upstream_without_an_address_does_not_hide_the_next_ones_problems() -> None:
+    both = GatewayConfig.model_validate(
+        {
+            "upstreams": [
+                {"name": "mock", "kind": "mock"},
+                {"name": "remote", "base_url": "http://u:p@127.0.0.1:8000/v1", "api_key_env": "KEY"},
+            ]
+        }
+    )
+    assert serve_problems(both, {"KEY": "sk-x"}) == [
+        "the upstream 'remote' has credentials in its URL and a key in KEY: give one of them."
+    ]
 
 
 def test_a_proxy_that_cannot_be_used_names_the_upstream() -> None:
@@ -53,13 +68,17 @@ def test_a_store_url_that_makes_no_sense(store: str, expected: str) -> None:
 def test_client_keys_variable_that_holds_no_key() -> None:
     problems = serve_problems(config(server='api_key_env = "KEYS"'), {"KEYS": " , "})
     assert problems == ["--api-key-env names KEYS, which holds no key."]
+    assert serve_problems(config(server='api_key_env = "KEYS"'), {}) == problems  # not set at all
     assert serve_problems(config(server='api_key_env = "KEYS"'), {"KEYS": "a,b"}) == []
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.4", "::", "gateway.example"])
 def test_an_open_address_needs_client_keys_or_the_explicit_flag(host: str) -> None:
-    (problem,) = serve_problems(config(server=f'host = "{host}"'), {})
-    assert f"refusing to listen on {host} without client keys" in problem and "--insecure-no-auth" in problem
+    assert serve_problems(config(server=f'host = "{host}"'), {}) == [
+        f"refusing to listen on {host} without client keys: anyone who can reach it could use your upstream. "
+        "Create keys with 'toolwire keys create NAME' (in the gateway's --store), set --api-key-env VAR (VAR "
+        "holding comma-separated keys), or pass --insecure-no-auth if this is really what you want."
+    ]
     assert serve_problems(config(server=f'host = "{host}"\ninsecure_no_auth = true'), {}) == []
     assert serve_problems(config(server=f'host = "{host}"\napi_key_env = "KEYS"'), {"KEYS": "k"}) == []
 
@@ -92,6 +111,7 @@ def test_flags_override_the_file_and_upstream_becomes_the_default() -> None:
 def test_admin_keys_must_hold_a_key_and_differ_from_client_keys() -> None:
     problems = serve_problems(config(server='admin_key_env = "ADMIN"'), {"ADMIN": ""})
     assert problems == ["--admin-key-env names ADMIN, which holds no key."]
+    assert serve_problems(config(server='admin_key_env = "ADMIN"'), {}) == problems  # not set at all
     shared = config(server='admin_key_env = "ADMIN"\napi_key_env = "KEYS"')
     assert serve_problems(shared, {"ADMIN": "same", "KEYS": "other,same"}) == [
         "an admin key is also a client key (--api-key-env): give the admin API a key of its own."

@@ -107,3 +107,52 @@ def test_the_proxy_credentials_go_where_only_the_proxy_reads_them() -> None:
         {}, {"proxy": "http://proxy.corp:3128", "proxy_headers": {"Proxy-Authorization": "Basic abc"}}
     )
     assert aiohttp_arguments(None, HOSTED) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    ("url", "no_proxy"),
+    [
+        ("http://[fd00::5]:8000/v1", "[fd00::5]:8000"),
+        ("http://[fd00::5]:8000/v1", "[fd00::5]"),
+        ("http://[fd00::5]:8000/v1", "fd00::5"),
+        ("http://10.1.2.3:8000/v1", "10.1.2.3/8"),  # a network written with host bits set
+        (HOSTED, "gpu-box:8000, other.org ,deepseek.com"),
+        (HOSTED, "10.0.0.0/8, deepseek.com"),
+        (HOSTED, "nothing.org:443, deepseek.com"),
+    ],
+)
+def test_no_proxy_in_every_form_it_is_written(url: str, no_proxy: str) -> None:
+    assert proxy_for(url, {"HTTPS_PROXY": "http://proxy:1", "HTTP_PROXY": "http://proxy:1", "NO_PROXY": no_proxy}) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "no_proxy"),
+    [
+        ("http://[fd00::5]:8000/v1", "[fd00::5]:9000"),
+        ("http://[fd00::5]:8000/v1", "[fd00::6]"),
+        ("http://gpu-box:8000/v1", "10.0.0.0/8"),  # a network never covers a host name
+        ("http://10.1.2.3:8000/v1", "not a network/8"),
+        ("http://gpu-box:8000/v1", "gpu-box:80:80"),
+    ],
+)
+def test_no_proxy_entries_that_do_not_cover_the_upstream(url: str, no_proxy: str) -> None:
+    assert proxy_for(url, {"HTTP_PROXY": "http://proxy:1", "NO_PROXY": no_proxy}) is not None
+
+
+def test_lower_case_all_proxy_and_a_url_without_a_host() -> None:
+    assert proxy_for(HOSTED, {"all_proxy": "http://all:1"}) == Proxy("http://all:1")
+    assert proxy_for("file:///v1", {"ALL_PROXY": "http://all:1"}) is None
+
+
+def test_a_proxy_user_without_a_password() -> None:
+    proxy = proxy_for(HOSTED, {"HTTPS_PROXY": "http://me@proxy.corp:3128"})
+    assert proxy == Proxy("http://proxy.corp:3128", {"Proxy-Authorization": "Basic bWU6"})  # "me:"
+
+
+def test_the_refusal_says_what_works() -> None:
+    with pytest.raises(ValueError) as raised:
+        proxy_for(HOSTED, {"HTTPS_PROXY": "socks5://127.0.0.1:1080"})
+    assert str(raised.value) == (
+        "HTTPS_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use: only http:// and https:// "
+        "proxies with a host and a valid port are supported. Set NO_PROXY to the upstream's host to connect directly."
+    )

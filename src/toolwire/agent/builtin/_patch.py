@@ -287,7 +287,10 @@ def update_text(original: str, chunks: Sequence[Chunk], path: str) -> str:
             raise PatchError(f"cannot update {path}: these lines were not found:\n{expected}")
         replacements.append((found, len(old), new))
         cursor = found + len(old)
-    for start, length, new in sorted(replacements, key=lambda r: r[0], reverse=True):
+    # From the end back, so that every start is still where it was found; of two at one
+    # place (an addition after its context line, then a change of the line after it), the
+    # later chunk first, so that the earlier one ends up before it.
+    for start, length, new in reversed(sorted(replacements, key=lambda r: r[0])):
         lines[start : start + length] = new
     return "".join(line + "\n" for line in lines)
 

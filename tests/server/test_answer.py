@@ -1,0 +1,72 @@
+"""What a client is told when the server shuts down with its exchange unfinished
+(``Answer.cut_short``), uvicorn in this process shut down as SIGTERM does with a short
+grace period: a stream still running ends in its failure events, a request still waiting
+for the upstream's first byte gets a 503 that says to retry. tests/reliability/test_shutdown.py
+does this to the real process."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, Stall, Text
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.served import chat_config, gateway_app, sse_events, uvicorn_serving
+
+
+@pytest.fixture(autouse=True)
+def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+
+
+async def test_a_stream_still_running_after_the_grace_period_fails_properly(upstream: ChatUpstream) -> None:
+    release = threading.Event()
+    upstream.enqueue(Stall(after_chunks=3, seconds=30, reply=Text("never finished"), release=release))
+    config = chat_config(upstream.base_url, shutdown_grace=0.3)
+    try:
+        async with (
+            uvicorn_serving(gateway_app(config), config.server) as (url, server),
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+            client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response,
+        ):
+            body = b""
+            async for chunk in response.aiter_raw():
+                body += chunk
+                if b"response.output_text.delta" in body:
+                    server.should_exit = True  # SIGTERM
+            events = sse_events(body)
+    finally:
+        release.set()
+    assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
+    assert events[-1]["response"]["error"] == {"code": "server_error", "message": "The gateway is shutting down."}
+    assert events[-2]["message"] == "The gateway is shutting down."
+
+
+async def test_a_request_waiting_for_its_first_byte_gets_a_503(upstream: ChatUpstream) -> None:
+    release = threading.Event()
+    upstream.enqueue(Stall(after_chunks=0, seconds=30, release=release))
+    config = chat_config(upstream.base_url, shutdown_grace=0.3)
+    try:
+        async with (
+            uvicorn_serving(gateway_app(config), config.server) as (url, server),
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            waiting = asyncio.ensure_future(client.post("/v1/responses", json={"model": "m", "input": "hi"}))
+            for _ in range(600):  # until the request is at the upstream, bounded
+                if upstream.requests:
+                    break
+                await asyncio.sleep(0.05)
+            server.should_exit = True
+            response = await waiting
+    finally:
+        release.set()
+    assert response.status_code == 503
+    assert response.json()["error"] == {
+        "message": "The gateway is shutting down; retry the request.",
+        "type": "service_unavailable",
+        "param": None,
+        "code": None,
+    }

@@ -1,0 +1,167 @@
+"""The app a worker builds from a configuration (``build_app``), served in this process:
+``/v1/models`` in both forms, the request body's bounds and codings, and what each
+setting of ``[server]`` turns on."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from typing import Any
+
+import pytest
+from backports import zstd
+
+from tests.support.chat_upstream import ChatUpstream, Text
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.served import chat_config, gateway_client
+from toolwire.codex_config import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_INSTRUCTIONS,
+    CodexModel,
+    model_entry,
+)
+from toolwire.errors import RequestError
+from toolwire.server._asgi import ClientDisconnected, read_body
+
+JSON = dict[str, Any]
+MODELS = [
+    {"name": "qwen3-coder", "upstream": "local"},
+    {"name": "deepseek-r1", "upstream": "local", "context_window": 64000, "reasoning": True},
+]
+
+
+@pytest.fixture(autouse=True)
+def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+
+
+async def test_models_as_an_openai_list_and_as_codexs_catalog(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url, models=MODELS)) as client:
+        listed = (await client.get("/v1/models")).json()
+        catalog = await client.get("/v1/models", params={"client_version": "0.171.0"})
+        base_url = str(client.base_url).rstrip("/") + "/v1"
+    assert listed == {
+        "object": "list",
+        "data": [
+            {"id": "qwen3-coder", "object": "model", "created": 0, "owned_by": "local"},
+            {"id": "deepseek-r1", "object": "model", "created": 0, "owned_by": "local"},
+        ],
+    }
+    assert catalog.json() == {
+        "models": [
+            model_entry(CodexModel("qwen3-coder", context_window=DEFAULT_CONTEXT_WINDOW), base_url=base_url,
+                        instructions=DEFAULT_INSTRUCTIONS, priority=1),
+            model_entry(CodexModel("deepseek-r1", context_window=64000, reasoning=True), base_url=base_url,
+                        instructions=DEFAULT_INSTRUCTIONS, priority=2),
+        ]
+    }  # fmt: skip
+
+
+async def test_models_of_a_gateway_with_only_a_default_upstream(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        assert (await client.get("/v1/models")).json() == {"object": "list", "data": []}
+        catalog = (await client.get("/v1/models?client_version=1")).json()
+    assert catalog == {"models": []}
+
+
+def gzipped(data: bytes) -> bytes:
+    return gzip.compress(data)
+
+
+@pytest.mark.parametrize(("coding", "encode"), [("gzip", gzipped), ("zstd", zstd.compress)])
+async def test_a_compressed_request_is_served(upstream: ChatUpstream, coding: str, encode: Any) -> None:
+    upstream.enqueue(Text("decoded"))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        body = b'{"model": "m", "input": "compressed hello"}'
+        response = await client.post("/v1/responses", content=encode(body), headers={"Content-Encoding": coding})
+    assert response.status_code == 200, response.text
+    assert upstream.chat_requests[0]["messages"][-1]["content"] == "compressed hello"
+
+
+async def test_a_request_body_over_the_limit(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url, max_body_bytes=1000)) as client:
+        declared = await client.post("/v1/responses", content=b"x" * 1001)
+
+        async def chunks() -> Any:
+            for _ in range(20):
+                yield b"x" * 100
+
+        chunked = await client.post("/v1/responses", content=chunks())
+        bomb = await client.post("/v1/responses", content=gzipped(b" " * 5000), headers={"Content-Encoding": "gzip"})
+        at_the_limit = await client.post("/v1/responses", content=b" " * 990 + b'{"a":1}')
+        metrics = (await client.get("/metrics")).text
+    for refused in (declared, chunked):
+        assert refused.status_code == 413
+        assert refused.json()["error"] == {
+            "message": "The request body is larger than the gateway's limit of 1000 bytes.",
+            "type": "invalid_request_error", "param": None, "code": "request_too_large",
+        }  # fmt: skip
+    assert bomb.status_code == 413 and "once decompressed (gzip)" in bomb.json()["error"]["message"]
+    assert at_the_limit.status_code == 400, "a body of the limit is read (and then found not to be a request)"
+    assert re.search(r'^toolwire_limits_tripped_total\{limit="max_body_bytes"\} [2-9]', metrics, re.MULTILINE)
+    assert upstream.requests == []
+
+
+async def test_a_coding_the_gateway_does_not_decode(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        refused = await client.post("/v1/responses", content=b"{}", headers={"Content-Encoding": "br"})
+    assert refused.status_code == 415
+    assert refused.json()["error"] == {
+        "message": "The request body's Content-Encoding 'br' is not supported; send it as it is, or compressed with "
+        "gzip or zstd.",
+        "type": "invalid_request_error", "param": "content-encoding", "code": "unsupported_content_encoding",
+    }  # fmt: skip
+
+
+async def body_of(headers: list[tuple[bytes, bytes]], messages: list[JSON], limit: int = 100) -> bytes:
+    queue = list(messages)
+
+    async def receive() -> JSON:
+        return queue.pop(0)
+
+    return await read_body({"type": "http", "headers": headers}, receive, limit)
+
+
+async def test_read_body_alone() -> None:
+    parts = [{"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.request", "body": b"c"}]
+    assert await body_of([(b"content-length", b"3")], parts) == b"abc"
+    assert await body_of([], [{"type": "http.request"}]) == b""
+    with pytest.raises(RequestError) as invalid:
+        await body_of([(b"content-length", b"lots")], parts)
+    assert (invalid.value.message, invalid.value.param, invalid.value.status) == (
+        "Invalid Content-Length header.", "content-length", 400,
+    )  # fmt: skip
+    with pytest.raises(RequestError) as declared:
+        await body_of([(b"content-length", b"101")], [])  # refused before anything is read
+    assert declared.value.status == 413
+    exactly = [{"type": "http.request", "body": b"x" * 100}]
+    assert await body_of([(b"content-length", b"100")], exactly) == b"x" * 100
+    with pytest.raises(ClientDisconnected):
+        await body_of([], [{"type": "http.request", "body": b"a", "more_body": True}, {"type": "http.disconnect"}])
+    encoded = [{"type": "http.request", "body": gzipped(b"hello")}]
+    assert await body_of([(b"content-encoding", b"gzip")], encoded) == b"hello"
+    with pytest.raises(RequestError, match="ends before its compressed data does"):
+        await body_of([(b"content-encoding", b"gzip")], [{"type": "http.request", "body": gzipped(b"hello")[:-4]}])
+
+
+async def test_the_inspector_setting(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        off = await client.get("/ui")
+        off_slash = await client.get("/ui/")
+    assert off.status_code == 404 and off_slash.status_code == 404
+    assert "The inspector is off." in off.text and off.headers["content-type"].startswith("text/html")
+    async with gateway_client(chat_config(upstream.base_url, inspector=True)) as client:
+        on = await client.get("/ui/")
+    assert on.status_code == 200 and "<html" in on.text.lower()
+
+
+async def test_client_keys_from_the_environment_and_the_websocket_bound(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TW_APP_TEST_KEYS", "k1, k2")
+    upstream.enqueue(Text("ok"))
+    config = chat_config(upstream.base_url, api_key_env="TW_APP_TEST_KEYS", store="none")
+    async with gateway_client(config) as client:
+        refused = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+        served = await client.post("/v1/responses", json={"model": "m", "input": "hi"}, headers={"Authorization": "Bearer k2"})
+    assert (refused.status_code, served.status_code) == (401, 200)

@@ -1,0 +1,284 @@
+"""The bounded HTTP/1.1 connection layer (``BoundedHttpToolsProtocol``) with uvicorn in
+this process: every bound on a client read, what the client gets when one trips, and
+the connection table at its cap. Clients are raw sockets, so that they can be as slow,
+silent or greedy as the case needs; nothing here asserts how long anything took.
+tests/reliability/test_client_limits.py runs the same bounds in the real gateway process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, Stall, Text
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.served import chat_config, gateway_app, uvicorn_serving
+from toolwire.config import GatewayConfig
+from toolwire.server import _connections
+from toolwire.server._settings import CONFIG_ENV
+
+BOUNDS: dict[str, Any] = {
+    "client_header_timeout": 0.5,
+    "max_header_bytes": 2048,
+    "client_body_timeout": 0.5,
+    "client_body_min_rate": 1,
+    "keep_alive_timeout": 0.5,
+}
+
+
+@pytest.fixture(autouse=True)
+def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+
+
+@pytest.fixture
+def fresh_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The connection table is read once per process from the configuration serve sets;
+    each test here reads its own."""
+    monkeypatch.setattr(_connections, "_table", None)
+    yield
+
+
+class Raw:
+    """A client on a raw connection that sends only what the test says."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def until_closed(self, timeout: float = 30.0) -> bytes:
+        """Everything the server sends until it closes the connection."""
+        return await asyncio.wait_for(self.reader.read(), timeout)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Served:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.port = int(url.rsplit(":", 1)[1])
+        self.clients: list[Raw] = []
+
+    async def connect(self, first: bytes = b"") -> Raw:
+        client = Raw(*await asyncio.open_connection("127.0.0.1", self.port))
+        self.clients.append(client)
+        if first:
+            await client.send(first)
+        return client
+
+    async def close_all(self) -> None:
+        for client in self.clients:
+            client.close()
+            with contextlib.suppress(OSError):
+                await client.writer.wait_closed()
+
+    async def get(self, path: str) -> bytes:
+        client = await self.connect(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return await client.until_closed()
+
+    async def tripped(self) -> dict[str, float]:
+        text = (await self.get("/metrics")).decode()
+        return {m[1]: float(m[2]) for m in re.finditer(r'^toolwire_limits_tripped_total\{limit="([^"]+)"\} (\S+)$', text, re.M)}
+
+    async def connections(self, state: str) -> int:
+        text = (await self.get("/metrics")).decode()
+        found = re.search(rf'^toolwire_client_connections\{{state="{state}"\}} (\S+)$', text, re.M)
+        assert found, text
+        return int(float(found[1]))
+
+
+@asynccontextmanager
+async def bounded(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, **server: Any) -> AsyncIterator[Served]:
+    config: GatewayConfig = chat_config(upstream.base_url, **{**BOUNDS, **server})
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    async with uvicorn_serving(gateway_app(config), config.server) as (url, _):
+        served = Served(url)
+        try:
+            yield served
+        finally:
+            await served.close_all()
+
+
+def status_of(answer: bytes) -> int:
+    match = re.match(rb"HTTP/1\.1 (\d{3}) ", answer)
+    assert match, answer[:200]
+    return int(match[1])
+
+
+def error_of(answer: bytes) -> dict[str, Any]:
+    error: dict[str, Any] = orjson.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+    return error
+
+
+def grew(before: dict[str, float], after: dict[str, float], limit: str) -> float:
+    return after.get(limit, 0.0) - before.get(limit, 0.0)
+
+
+REQUEST_HEAD = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_head_that_does_not_arrive_in_time(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch) as served:
+        before = await served.tripped()
+        partial = await served.connect(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n")
+        silent = await served.connect()
+        answer = await partial.until_closed()
+        assert await silent.until_closed() == b"", "a connection that sent nothing is just closed"
+        after = await served.tripped()
+    assert status_of(answer) == 408
+    assert b"\r\nconnection: close\r\n" in answer.lower() and b"content-type: application/json" in answer
+    assert error_of(answer) == {
+        "message": "The request head did not arrive within 0.5 s (client_header_timeout).",
+        "type": "invalid_request_error", "param": None, "code": "request_timeout",
+    }  # fmt: skip
+    assert grew(before, after, "client_header_timeout") == 2
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_head_too_large(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch) as served:
+        before = await served.tripped()
+        # The bound holds while a head is still arriving: past it, the rest is not waited for.
+        client = await served.connect(REQUEST_HEAD + b"X-Filler: " + b"a" * 3000)
+        answer = await client.until_closed()
+        after = await served.tripped()
+    assert status_of(answer) == 431
+    assert error_of(answer) == {
+        "message": "The request head is larger than the gateway's limit of 2048 bytes (max_header_bytes).",
+        "type": "invalid_request_error", "param": None, "code": "request_header_too_large",
+    }  # fmt: skip
+    assert grew(before, after, "max_header_bytes") == 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_that_stops_arriving(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch) as served:
+        before = await served.tripped()
+        client = await served.connect(REQUEST_HEAD + b"Content-Length: 100\r\n\r\n" + b'{"model"')
+        answer = await client.until_closed()
+        after = await served.tripped()
+    assert status_of(answer) == 408
+    message = error_of(answer)["message"]
+    assert re.fullmatch(
+        r"The request body arrived too slowly: 8 bytes in \d+ s, the last \d+ s ago "
+        r"\(client_body_timeout 0\.5 s, client_body_min_rate 1 bytes/s\)\.",
+        message,
+    ), message
+    assert grew(before, after, "client_body_timeout") == 1
+    assert upstream.requests == []
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_that_keeps_coming_is_waited_for(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    upstream.enqueue(Text("worth the wait"))
+    body = b'{"model": "m", "input": "slow but steady"}'
+    async with bounded(upstream, monkeypatch, client_body_timeout=1.0, client_body_min_rate=8) as served:
+        client = await served.connect(REQUEST_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        for start in range(0, len(body), 8):  # 8 bytes every 0.3 s: no gap of a second, the rate kept
+            await client.send(body[start : start + 8])
+            await asyncio.sleep(0.3)
+        answer = await client.until_closed()
+    assert status_of(answer) == 200 and b"worth the wait" in answer
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_an_idle_kept_alive_connection_is_closed(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch) as served:
+        before = await served.tripped()
+        client = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = await client.until_closed()
+        after = await served.tripped()
+    assert status_of(answer) == 200 and answer.count(b"HTTP/1.1") == 1
+    assert grew(before, after, "keep_alive_timeout") == 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_second_request_on_a_kept_alive_connection_has_its_own_head_deadline(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bounded(upstream, monkeypatch, keep_alive_timeout=30) as served:
+        client = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await asyncio.wait_for(client.reader.readuntil(b'{"status":"ok"}'), 30)
+        await client.send(b"GET /healthz HTTP/1.1\r\n")  # and then nothing more
+        rest = await client.until_closed()
+    assert status_of(first) == 200
+    assert status_of(rest) == 408
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_at_the_cap_the_longest_idle_connection_makes_room(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch, max_connections=2, keep_alive_timeout=30, client_header_timeout=30) as served:
+        before = await served.tripped()
+        oldest = await served.connect()
+        await asyncio.sleep(0.1)
+        newer = await served.connect()
+        await asyncio.sleep(0.1)
+        newest = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert status_of(await newest.until_closed()) == 200
+        assert await oldest.until_closed() == b"", "the longest waiting, silent one was closed"
+        newer.close()
+        after = await served.tripped()
+    assert grew(before, after, "max_connections_reclaimed") >= 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_when_every_connection_is_busy_a_newcomer_is_told_to_retry(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
+    stream = b'{"model": "m", "input": "hold", "stream": true}'
+    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
+    async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
+        held = [await served.connect(held_request) for _ in range(2)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        before = await served.tripped()
+        refused = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = await refused.until_closed()
+        for client in held:
+            client.close()
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)
+        after = await served.tripped()
+    assert status_of(answer) == 503
+    assert b"retry-after: 1\r\n" in answer.lower() and b"connection: close\r\n" in answer.lower()
+    assert error_of(answer) == {
+        "message": "The gateway has as many connections as it allows (max_connections), all busy; retry in 1 s.",
+        "type": "service_unavailable", "param": None, "code": "gateway_busy",
+    }  # fmt: skip
+    assert grew(before, after, "max_connections") >= 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_the_connections_are_counted(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with bounded(upstream, monkeypatch, client_header_timeout=30) as served:
+        [await served.connect() for _ in range(3)]
+        await asyncio.sleep(0.2)
+        waiting = await served.connections("waiting")
+        opened = await served.connections("open")
+    assert waiting >= 3 and opened >= 4  # the three, and the one asking
+
+
+def test_the_table_reads_its_limits_from_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_connections, "_table", None)
+    config = chat_config("http://127.0.0.1:9/v1", max_connections=7, client_header_timeout=3.5, max_header_bytes=4096)
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    table = _connections.process_table()
+    assert _connections.process_table() is table, "read once per process"
+    limits = table.limits
+    assert (limits.max_connections, limits.overflow, limits.header_timeout, limits.max_header_bytes) == (7, 4, 3.5, 4096)
+    assert (limits.body_timeout, limits.body_min_rate, limits.send_timeout) == (30.0, 8192, 60.0)
+    monkeypatch.setattr(_connections, "_table", None)
+    monkeypatch.delenv(CONFIG_ENV)
+    assert _connections.process_table().limits.header_timeout == 10.0  # no configuration: the defaults

@@ -1,0 +1,294 @@
+"""One exchange through the pipeline over HTTP + SSE, the gateway served in this process
+(tests/support/served.py) in front of the scripted Chat upstream: the answers, the
+errors, the history, the log line, and a client that leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.chat_upstream import Call, ChatUpstream, Cut, HttpError, Stall, Text, ToolCalls
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.served import chat_config, gateway_client, serving, sse_events
+from toolwire.server import GatewaySettings, build_router, create_app
+from toolwire.store import MemoryResponseStore, StoredResponse, StoreUnavailable
+
+JSON = dict[str, Any]
+CUSTOM_PATCH = {"type": "custom", "name": "apply_patch", "description": "edit files"}
+
+
+@pytest.fixture(autouse=True)
+def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+
+
+@pytest.fixture
+def exchange_log(caplog: pytest.LogCaptureFixture) -> Iterator[list[JSON]]:
+    """The exchange log's lines (``toolwire.exchange``), decoded, as they are written."""
+    caplog.set_level(logging.INFO, logger="toolwire.exchange")
+
+    class Lines(list[JSON]):
+        def __iter__(self) -> Iterator[JSON]:
+            self[:] = [orjson.loads(r.getMessage()) for r in caplog.records if r.name == "toolwire.exchange"]
+            return super().__iter__()
+
+    yield Lines()
+
+
+def only(lines: list[JSON]) -> JSON:
+    [line] = list(lines)
+    return line
+
+
+async def test_a_whole_answer(upstream: ChatUpstream, exchange_log: list[JSON]) -> None:
+    upstream.enqueue(Text("Hello there."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "qwen3", "input": "Say hello", "instructions": "Be brief."})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert int(response.headers["content-length"]) == len(response.content)
+    body = response.json()
+    assert re.fullmatch(r"resp_[0-9a-f]{32}", body["id"])
+    assert (body["object"], body["status"], body["model"]) == ("response", "completed", "qwen3")
+    assert body["output"][0]["content"][0]["text"] == "Hello there."
+    [sent] = upstream.requests
+    assert sent.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert sent.json["messages"][0] == {"role": "system", "content": "Be brief."}
+    line = only(exchange_log)
+    assert (line["request_id"], line["model"], line["upstream"], line["upstream_model"]) == (body["id"], "qwen3", "local", "qwen3")
+    assert (line["stream"], line["status"], line["outcome"]) == (False, 200, "completed")
+    assert line["input_tokens"] == body["usage"]["input_tokens"] and line["ttft_ms"] >= 0
+
+
+async def test_a_streamed_answer_is_framed_as_sse(upstream: ChatUpstream, exchange_log: list[JSON]) -> None:
+    upstream.enqueue(ToolCalls([Call("apply_patch", '{"input": "*** Begin Patch\\n*** End Patch\\n"}')], text="Patching."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "go", "stream": True, "tools": [CUSTOM_PATCH]})
+    assert response.status_code == 200
+    assert (response.headers["content-type"], response.headers["cache-control"], response.headers["x-accel-buffering"]) == (
+        "text/event-stream; charset=utf-8", "no-cache", "no",
+    )  # fmt: skip
+    assert "content-length" not in response.headers
+    assert response.content.startswith(b"event: response.created\ndata: {")
+    events = sse_events(response.content)
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    assert events[-1]["type"] == "response.completed"
+    call = events[-1]["response"]["output"][-1]
+    assert (call["type"], call["name"], call["input"]) == ("custom_tool_call", "apply_patch", "*** Begin Patch\n*** End Patch\n")
+    line = only(exchange_log)
+    assert (line["stream"], line["outcome"]) == (True, "completed")
+    assert line["tool_calls"] == [{"name": "apply_patch", "namespace": None, "type": "custom_tool_call"}]
+    assert "custom apply_patch restored" in line["conversions"]
+
+
+async def test_configured_models_and_the_default_upstream(upstream: ChatUpstream) -> None:
+    models = [{"name": "fast", "upstream": "local", "upstream_model": "qwen3:8b"}, {"name": "same", "upstream": "local"}]
+    upstream.enqueue(Text("a"), Text("b"), Text("c"))
+    async with gateway_client(chat_config(upstream.base_url, models=models), model_override="forced") as client:
+        for model in ("fast", "same", "anything"):
+            assert (await client.post("/v1/responses", json={"model": model, "input": "hi"})).status_code == 200
+    assert [request["model"] for request in upstream.chat_requests] == ["qwen3:8b", "same", "forced"]
+
+
+async def test_an_unknown_model_without_a_default_upstream(upstream: ChatUpstream) -> None:
+    config = chat_config(upstream.base_url, models=[{"name": "b", "upstream": "local"}, {"name": "a", "upstream": "local"}])
+    config = config.model_copy(update={"upstreams": [config.upstreams[0].model_copy(update={"default": False})]})
+    async with gateway_client(config) as client:
+        response = await client.post("/v1/responses", json={"model": "gpt-9", "input": "hi"})
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": {
+            "message": "The model 'gpt-9' does not exist on this gateway. Known models: b, a.",
+            "type": "not_found_error",
+            "param": "model",
+            "code": "model_not_found",
+        }
+    }
+    assert upstream.requests == []
+
+
+async def test_an_upstream_error_keeps_its_status_and_retry_after_and_hides_the_key(upstream: ChatUpstream) -> None:
+    echoed = f"Invalid key {UPSTREAM_KEY} for this model"
+    upstream.enqueue(HttpError(429, {"error": {"message": echoed, "type": "rate_limit"}}, {"Retry-After": "7"}))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert (response.status_code, response.headers["retry-after"]) == (429, "7")
+    assert response.json()["error"] == {
+        "message": "Invalid key [redacted] for this model", "type": "rate_limit", "param": None, "code": None,
+    }  # fmt: skip
+
+
+async def test_a_stream_cut_by_the_upstream_ends_in_one_failure(upstream: ChatUpstream, exchange_log: list[JSON]) -> None:
+    upstream.enqueue(Cut(after_chunks=3))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    events = sse_events(response.content)
+    assert [e["type"] for e in events if e["type"] in ("response.completed", "response.failed")] == ["response.failed"]
+    assert events[-1]["response"]["error"] == {
+        "code": "server_error", "message": "The upstream closed the connection before the stream was complete.",
+    }  # fmt: skip
+    line = only(exchange_log)
+    assert (line["outcome"], line["error"], line["error_kind"]) == (
+        "failed", "The upstream closed the connection before the stream was complete.", "server_error",
+    )  # fmt: skip
+
+
+async def test_malformed_requests(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        not_json = await client.post("/v1/responses", content=b"{nope")
+        no_model = await client.post("/v1/responses", json={"input": "hi"})
+        clash = [CUSTOM_PATCH, {"type": "function", "name": "apply_patch", "parameters": {"type": "object"}}]
+        bad_tools = await client.post("/v1/responses", json={"model": "m", "input": "hi", "tools": clash})
+    assert not_json.status_code == 400 and "not valid JSON" in not_json.json()["error"]["message"]
+    assert (no_model.status_code, no_model.json()["error"]["param"]) == (400, "model")
+    assert (bad_tools.status_code, bad_tools.json()["error"]) == (400, {
+        "message": "Two different tools are named apply_patch: at tools[0] and at tools[1].",
+        "type": "invalid_request_error", "param": "tools", "code": "invalid_request",
+    })  # fmt: skip
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_stored_response_is_continued(upstream: ChatUpstream, stream: bool) -> None:
+    upstream.enqueue(Text("Paris."), Text("About two million."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        first = await client.post("/v1/responses", json={"model": "m", "input": "Capital of France?", "stream": stream})
+        first_id = (sse_events(first.content)[-1]["response"] if stream else first.json())["id"]
+        second = await client.post(
+            "/v1/responses", json={"model": "m", "input": "How many people?", "previous_response_id": first_id}
+        )
+        assert second.json()["previous_response_id"] == first_id
+        stored = await client.get(f"/v1/responses/{first_id}")
+    assert stored.status_code == 200 and stored.json()["output"][0]["content"][0]["text"] == "Paris."
+    assert [(m["role"], m["content"]) for m in upstream.chat_requests[1]["messages"]] == [
+        ("user", "Capital of France?"), ("assistant", "Paris."), ("user", "How many people?"),
+    ]  # fmt: skip
+
+
+async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("not kept"))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        first = (await client.post("/v1/responses", json={"model": "m", "input": "hi", "store": False})).json()
+        assert (await client.get(f"/v1/responses/{first['id']}")).status_code == 404
+        missing = await client.post("/v1/responses", json={"model": "m", "input": "hi", "previous_response_id": first["id"]})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["message"] == f"Previous response with id '{first['id']}' not found."
+    assert len(upstream.requests) == 1
+
+
+async def test_without_a_store_previous_response_id_is_refused(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url, store="none")) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "previous_response_id": "resp_x"})
+        assert (await client.get("/v1/responses/resp_x")).status_code == 404  # no stored-response routes at all
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "message": "previous_response_id needs a response store, and this gateway has none (--store).",
+        "type": "invalid_request_error", "param": "previous_response_id", "code": "invalid_request",
+    }  # fmt: skip
+
+
+class FailingStore(MemoryResponseStore):
+    """A store that answers reads but cannot keep anything (a full disk, a lost replica)."""
+
+    async def put(self, record: StoredResponse) -> None:
+        raise StoreUnavailable("The response store cannot write.")
+
+
+async def test_a_store_that_cannot_keep_fails_a_whole_answer_but_not_a_stream(
+    upstream: ChatUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream.enqueue(Text("whole"), Text("streamed"))
+    app = create_app(build_router(chat_config(upstream.base_url)), GatewaySettings(store=FailingStore(ttl_seconds=None, max_entries=None)))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+        whole = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+        streamed = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert (whole.status_code, whole.json()["error"]["message"]) == (503, "The response store cannot write.")
+    final = sse_events(streamed.content)[-1]
+    assert final["type"] == "response.completed"
+    assert f"storing response {final['response']['id']} failed" in [
+        r.getMessage() for r in caplog.records if r.levelno == logging.ERROR
+    ]
+
+
+async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
+    upstream: ChatUpstream, exchange_log: list[JSON]
+) -> None:
+    upstream.enqueue(Stall(after_chunks=3, seconds=30, reply=Text("a long answer that the client will not wait for")))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response:
+            async for chunk in response.aiter_raw():
+                if b"response.output_text.delta" in chunk:
+                    break
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)
+        for _ in range(200):  # the exchange is logged once it has wound down
+            if list(exchange_log):
+                break
+            await asyncio.sleep(0.05)
+    line = only(exchange_log)
+    assert (line["outcome"], line["error"]) == ("disconnected", "The client went away before the response was complete.")
+    assert line["stream"] is True
+
+
+async def test_the_answers_of_a_full_gateway(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Stall(after_chunks=1, seconds=30))
+    async with gateway_client(chat_config(upstream.base_url, max_streams=1)) as client:
+        async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as held:
+            async for _ in held.aiter_raw():
+                break
+            refused = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+            other = await client.get("/healthz")
+        metrics = (await client.get("/metrics")).text
+    assert (refused.status_code, refused.headers["retry-after"]) == (503, "1")
+    assert int(refused.headers["content-length"]) == len(refused.content)
+    assert refused.json() == {
+        "error": {
+            "message": "The gateway is serving as many responses as it allows at once (1, max_streams); retry in 1 s.",
+            "type": "service_unavailable", "param": None, "code": "gateway_busy",
+        }
+    }  # fmt: skip
+    assert other.status_code == 200, "only /v1/responses is capped"
+    assert re.search(r'^toolwire_limits_tripped_total\{limit="max_streams"\} [1-9]', metrics, re.MULTILINE)
+
+
+async def test_health_and_readiness(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        ready = await client.get("/readyz")
+    assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+    assert upstream.requests[-1].path == "/v1/models"
+
+
+async def test_readiness_of_an_unreachable_upstream() -> None:
+    async with gateway_client(chat_config("http://127.0.0.1:1/v1")) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["status"] == "unavailable"
+    assert ready.json()["reason"].startswith("Cannot reach the upstream at http://127.0.0.1:1/v1: ")
+
+
+async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstream) -> None:
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        missing = await client.get("/v2/nothing")
+        wrong = await client.get("/v1/responses")
+        wrong_compact = await client.put("/v1/responses/compact")
+    assert (missing.status_code, missing.json()) == (
+        404,
+        {"error": {"message": "No route for GET /v2/nothing.", "type": "not_found_error", "param": None, "code": None}},
+    )
+    assert (wrong.status_code, wrong.json()) == (
+        405,
+        {"error": {"message": "GET is not allowed on /v1/responses.", "type": "invalid_request_error", "param": None,
+                   "code": "method_not_allowed"}},
+    )  # fmt: skip
+    assert wrong_compact.status_code == 405
+
+
+def test_it_all_needs_only_httpx() -> None:
+    assert httpx.__version__

@@ -1,0 +1,127 @@
+"""``run_workers``, the parent of ``toolwire serve --workers N``, run in this process over real
+worker processes: the address checked first, a worker that dies at once stops it all, one
+that dies later is replaced, SIGTERM stops them. ``toolwire serve --workers 2`` itself is
+run in tests/cli/test_serve_command.py, and the real process in tests/server/test_workers.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.cli._serve import uvicorn_protocols
+from toolwire.config import GatewayConfig, ServerConfig
+from toolwire.server._settings import CONFIG_ENV
+from toolwire.server._workers import check_address, reuse_port_supported, run_workers
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def worker_config(port: int, app: str = "toolwire.server._factory:app_from_env") -> dict[str, Any]:
+    """The uvicorn keywords ``toolwire serve`` hands its workers."""
+    return {
+        "app": app, "factory": True, "host": "127.0.0.1", "port": port, "log_level": "warning",
+        "access_log": False, "loop": "asyncio", **uvicorn_protocols(ServerConfig()),
+    }  # fmt: skip
+
+
+@pytest.fixture
+def mock_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration the workers build their app from: the mock model, no store."""
+    config = GatewayConfig.model_validate(
+        {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
+    )
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+
+
+@pytest.fixture
+def supervisor_log(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], list[str]]]:
+    caplog.set_level(logging.INFO, logger="toolwire.server")
+    yield lambda: [r.getMessage() for r in list(caplog.records) if r.name == "toolwire.server"]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 60.0, unless: threading.Event | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (unless is not None and unless.is_set()):
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise TimeoutError("the condition did not come true")
+
+
+def healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_the_address_is_checked_before_any_worker_starts(supervisor_log: Callable[[], list[str]]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert run_workers(worker_config(port), 2, "info") == 1
+    assert supervisor_log() == [f"cannot listen on 127.0.0.1:{port}: Address already in use"]
+    with pytest.raises(OSError), socket.socket() as again:
+        again.bind(("127.0.0.1", 0))
+        again.listen()
+        check_address("127.0.0.1", again.getsockname()[1])
+    assert check_address("127.0.0.1", 0) > 0
+    assert check_address("::1", 0) > 0  # an IPv6 address gets an IPv6 socket
+    assert reuse_port_supported()
+
+
+@pytest.mark.usefixtures("mock_gateway")
+def test_a_worker_that_dies_at_once_stops_everything(supervisor_log: Callable[[], list[str]]) -> None:
+    status = run_workers(worker_config(free_port(), app="toolwire.nothing_here:app"), 2, "warning")
+    assert status == 1
+    assert any(re.fullmatch(r"worker \d+ exited \(\d+\) right after starting; stopping", line) for line in supervisor_log())
+
+
+@pytest.mark.usefixtures("mock_gateway")
+def test_a_worker_that_dies_later_is_replaced_and_sigterm_stops_all(supervisor_log: Callable[[], list[str]]) -> None:
+    port = free_port()
+    seen: dict[str, Any] = {}
+    returned = threading.Event()
+
+    def operator() -> None:
+        try:
+            started = wait_for(lambda: [m for m in supervisor_log() if m.startswith("1 workers on")], unless=returned)
+            seen["first"] = int(re.search(r"pids (\d+)", started[0])[1])  # type: ignore[index]
+            wait_for(lambda: healthy(port))
+            wait_for(lambda: "workers past start-up: one that exits from now on is replaced" in supervisor_log())
+            os.kill(seen["first"], signal.SIGKILL)
+            replaced = wait_for(lambda: [m for m in supervisor_log() if "; starting another" in m])
+            seen["replaced"] = replaced[0]
+            seen["healthy_again"] = wait_for(lambda: healthy(port))
+        finally:
+            if not returned.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)  # as a service manager stops the gateway
+
+    helper = threading.Thread(target=operator)
+    helper.start()
+    try:
+        status = run_workers(worker_config(port), 1, "warning")
+    finally:
+        returned.set()
+        helper.join()
+    assert status == 0
+    assert seen["replaced"] == f"worker {seen['first']} exited (-9); starting another"
+    assert seen["healthy_again"]
+    assert signal.getsignal(signal.SIGTERM) is not None and not healthy(port)

@@ -1,0 +1,118 @@
+"""The gateway's app served in the test's own process, by uvicorn, as ``toolwire serve`` serves it.
+
+``serving(app)`` runs a ``uvicorn.Server`` in the running event loop, on a free loopback
+port, with toolwire's protocols (``uvicorn_protocols``: the bounded httptools protocol of
+``server/_connections`` and the draining WebSocket protocol of ``server/_uvicorn``), and
+yields its ``http://127.0.0.1:<port>``; leaving the block shuts it down as SIGTERM would
+(the app's lifespan closes its backends and stores). ``gateway_app(config)`` builds the
+app exactly as each worker of ``toolwire serve`` does (``build_app``), minus the garbage
+collector settings a serving process makes for itself. ``gateway_client(config)`` is both,
+with an httpx client of it; ``sse_events`` reads a streamed answer.
+
+These are for tests whose code must run in the test process: mutation testing learns
+only there which tests reach which code. Everything else is as real as
+``GatewayProcess``: real sockets, real HTTP and WebSocket clients, the scripted upstreams
+of tests/support as the backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+import uvicorn
+
+from tests.support.gateway import UPSTREAM_KEY_ENV
+from toolwire.cli._serve import uvicorn_protocols
+from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
+from toolwire.protocol import SSEDecoder
+from toolwire.server._factory import build_app
+from toolwire.server.types import ASGIApp
+
+__all__ = ["chat_config", "gateway_app", "gateway_client", "serving", "sse_events", "uvicorn_serving"]
+
+
+def chat_config(upstream_url: str, *, models: list[dict[str, Any]] | None = None, **server: Any) -> GatewayConfig:
+    """One default Chat upstream, ``local``, its key in ``UPSTREAM_KEY_ENV``; the ``[server]``
+    settings given (a memory store unless ``store`` says otherwise)."""
+    server.setdefault("store", "memory://")
+    upstream = UpstreamConfig(name="local", base_url=upstream_url, api_key_env=UPSTREAM_KEY_ENV, default=True)
+    return GatewayConfig.model_validate(
+        {"server": ServerConfig(**server).model_dump(), "upstreams": [upstream.model_dump()], "models": models or []}
+    )
+
+
+def gateway_app(config: GatewayConfig, *, model_override: str | None = None) -> ASGIApp:
+    """The app a worker of ``toolwire serve`` builds from ``config`` (keys read from the
+    environment now, as there)."""
+    return build_app(config, model_override=model_override)
+
+
+@contextlib.asynccontextmanager
+async def serving(app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0) -> AsyncIterator[str]:
+    """``app`` served on a free loopback port until the block ends; its URL."""
+    async with uvicorn_serving(app, server, timeout=timeout) as (url, _):
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_serving(
+    app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0
+) -> AsyncIterator[tuple[str, uvicorn.Server]]:
+    """``serving``, with the ``uvicorn.Server`` itself: ``server.should_exit = True`` begins
+    its shutdown as SIGTERM does (the block's end then waits for it)."""
+    settings = server or ServerConfig()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=settings.keep_alive_timeout,
+        timeout_graceful_shutdown=settings.shutdown_grace,
+        **uvicorn_protocols(settings),
+    )
+    served = uvicorn.Server(config)
+    task = asyncio.ensure_future(served.serve())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not served.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("uvicorn stopped before it started")
+        if loop.time() > deadline:
+            served.should_exit = True
+            await task
+            raise TimeoutError(f"uvicorn did not start within {timeout} s")
+        await asyncio.sleep(0.01)
+    port = served.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", served
+    finally:
+        served.should_exit = True
+        await task
+
+
+@contextlib.asynccontextmanager
+async def gateway_client(
+    config: GatewayConfig, *, model_override: str | None = None, timeout: float = 30.0
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of ``config``'s gateway served in this process (``base_url`` its root)."""
+    app = gateway_app(config, model_override=model_override)
+    async with serving(app, config.server) as url, httpx.AsyncClient(base_url=url, timeout=timeout) as client:
+        yield client
+
+
+def sse_events(body: bytes) -> list[dict[str, Any]]:
+    """The JSON events of an SSE body, each checked to be framed ``event: <type>`` + ``data``."""
+    events = []
+    for event in SSEDecoder().feed(body):
+        data = orjson.loads(event.data)
+        assert event.event == data["type"], (event.event, data["type"])
+        events.append(data)
+    return events

@@ -1,0 +1,250 @@
+"""``HttpEndpoint`` against answers no well-behaved server sends (tests/upstream/raw_upstream.py),
+a proxy that carries its requests, a server that accepts nothing, one that never answers
+a readiness check, and cookies set under a host name."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
+from tests.support.forward_proxy import ForwardProxy
+from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
+from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
+from toolwire.upstream._http import parse_json_object
+
+from .raw_upstream import HOLD, raw_upstream
+
+BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+ONCE = RetryPolicy(attempts=1)
+
+
+async def failure(call: Any) -> UpstreamError:
+    with pytest.raises(UpstreamError) as raised:
+        await call
+    return raised.value
+
+
+@pytest.fixture
+async def closing() -> AsyncIterator[list[HttpEndpoint]]:
+    made: list[HttpEndpoint] = []
+    yield made
+    for endpoint in made:
+        await endpoint.aclose()
+
+
+def endpoint(closing: list[HttpEndpoint], url: str, **options: Any) -> HttpEndpoint:
+    options.setdefault("retry", ONCE)
+    made = HttpEndpoint(url, "/chat/completions", **options)
+    closing.append(made)
+    return made
+
+
+def answer(status: bytes, body: bytes, *extra: bytes) -> list[Any]:
+    head = status + b"\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+    return [head + b"".join(extra) + b"\r\n" + body]
+
+
+async def test_a_head_that_is_not_http(closing: list[HttpEndpoint]) -> None:
+    async with raw_upstream([b"SMTP ready\r\n\r\n"]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert type(error) is UpstreamProtocolError and error.__cause__ is not None
+    assert error.message.startswith(f"The upstream at {url} answered with a response the gateway cannot read: ")
+
+
+async def test_a_whole_answer_that_breaks_off(closing: list[HttpEndpoint]) -> None:
+    async with raw_upstream([b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"choices\""]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message.startswith("The upstream connection broke: ") and error.message != "The upstream connection broke: None."
+    assert error.__cause__ is not None
+
+
+async def test_an_error_answer_that_breaks_off_and_one_without_a_reason(closing: list[HttpEndpoint]) -> None:
+    broken = [b"HTTP/1.1 503 Busy Now\r\nContent-Length: 100\r\n\r\n{\"error\":"]
+    no_reason = [b"HTTP/1.1 418 \r\nContent-Length: 0\r\n\r\n"]
+    async with raw_upstream(broken, no_reason) as url:
+        cut = await failure(endpoint(closing, url).post_for_json(BODY))
+        bare = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert (cut.message, cut.status) == ("The upstream answered HTTP 503 Busy Now.", 503)
+    assert (bare.message, bare.status) == ("The upstream answered HTTP 418.", 418)
+
+
+async def test_an_error_body_that_is_not_utf8(closing: list[HttpEndpoint]) -> None:
+    async with raw_upstream(answer(b"HTTP/1.1 400 Bad Request", b"bad \xff\xfe input")) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == "bad \ufffd\ufffd input"
+
+
+async def test_an_error_body_in_pieces_is_read_whole(closing: list[HttpEndpoint]) -> None:
+    body = orjson.dumps({"error": {"message": "assembled from pieces"}})
+    pieces = [b"HTTP/1.1 400 Bad Request\r\nContent-Length: %d\r\n\r\n" % len(body), body[:10], 0.2, body[10:]]
+    async with raw_upstream(pieces) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == "assembled from pieces"
+
+
+async def test_a_declared_length_over_the_limit_is_not_read(closing: list[HttpEndpoint]) -> None:
+    huge = [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{", HOLD]
+    async with raw_upstream(huge) as url:
+        slow = endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=4096), timeout=30)
+        error = await asyncio.wait_for(failure(slow.post_for_json(BODY)), 20)
+    assert type(error) is UpstreamLimitError and error.limit == "upstream_max_body_bytes"
+
+
+async def test_a_body_exactly_at_the_limit_is_read(closing: list[HttpEndpoint]) -> None:
+    body = orjson.dumps({"choices": [], "pad": "x" * 5000})
+    chunked = [
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"%x\r\n%s\r\n" % (3000, body[:3000]), 0.2, b"%x\r\n%s\r\n" % (len(body) - 3000, body[3000:]), b"0\r\n\r\n",
+    ]
+    declared = answer(b"HTTP/1.1 200 OK", body)
+    over = [chunked[0], b"%x\r\n%s\r\n" % (3000, body[:3000]), 0.2, b"%x\r\n%s\r\n" % (3000, b" " * 3000), b"0\r\n\r\n"]
+    async with raw_upstream(chunked, declared, over) as url:
+        limited = endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=len(body)))
+        assert (await limited.post_for_json(BODY))["pad"] == "x" * 5000  # in two pieces, joined as they came
+        assert (await limited.post_for_json(BODY))["choices"] == []
+        too_much = await failure(endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=len(body))).post_for_json(BODY))
+    assert type(too_much) is UpstreamLimitError  # 6000 bytes in two reads of 3000 each
+
+
+async def test_data_that_is_a_long_list(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
+    data = orjson.dumps(list(range(200)))
+    upstream.enqueue(Raw([b"data: " + data + b"\n\n"]))
+    streaming = endpoint(closing, upstream.base_url)
+    with pytest.raises(UpstreamProtocolError) as refused:
+        async with streaming.stream(BODY, parse_json_object) as batches:
+            async for _ in batches:
+                pass
+    assert refused.value.message == f"The upstream sent stream data that is not an object: {data.decode()[:200]!r}."
+
+
+async def test_bytes_that_stall(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
+    async with raw_upstream([b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 1\n\n", HOLD]) as url:
+        stalling = endpoint(closing, url, timeout=0.3)
+        with pytest.raises(UpstreamError) as stalled:
+            async with stalling.stream_bytes(BODY) as chunks:
+                async for _ in chunks:
+                    pass
+    assert stalled.value.message == "The upstream stream stalled for more than 0.3 s."
+
+
+async def test_a_body_held_open_after_its_end_marker_is_let_go(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([b'data: {"n": 1}\n\n', b"data: [DONE]\n\n"], linger=5.0))
+    streaming = endpoint(closing, upstream.base_url)
+    async with streaming.stream(BODY, parse_json_object) as batches:
+        read = [batch async for batch in batches]
+    assert read == [[{"n": 1}]] and batches.ended_cleanly
+
+
+async def test_a_connect_that_hangs_times_out_and_is_retried() -> None:
+    """A listening socket that accepts nothing: once its queue is full, a new connection
+    hangs in the handshake (the kernel drops the SYN), as an unreachable host does."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(4):
+                filler = socket.socket()
+                filler.setblocking(False)
+                fillers.append(filler)
+                with pytest.raises(BlockingIOError):
+                    filler.connect(("127.0.0.1", port))
+            url = f"http://127.0.0.1:{port}/v1"
+            hung = HttpEndpoint(url, "/x", connect_timeout=0.3, retry=RetryPolicy(attempts=2, backoff_seconds=0.0))
+            try:
+                error = await asyncio.wait_for(failure(hung.post_for_json(BODY)), 30)
+            finally:
+                await hung.aclose()
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert (error.status, error.code) == (502, "upstream_unreachable")
+    assert error.message.startswith(f"Cannot reach the upstream at {url}: ") and error.__cause__ is not None
+
+
+async def test_a_readiness_check_that_gets_no_answer_gives_up(closing: list[HttpEndpoint]) -> None:
+    async with raw_upstream([HOLD]) as url:
+        silent = HttpEndpoint(url, "/x", check_timeout=0.3)
+        closing.append(silent)
+        error = await asyncio.wait_for(failure(silent.check()), 30)
+    assert error.message == f"Cannot reach the upstream at {url}: TimeoutError." and error.__cause__ is not None
+
+
+async def test_the_default_read_timeout() -> None:
+    assert HttpEndpoint("http://127.0.0.1:9/v1", "/x").read_timeout == 300.0
+
+
+@pytest.fixture
+def proxy(upstream: ChatUpstream) -> Iterator[ForwardProxy]:
+    with ForwardProxy(upstream.port) as running:
+        yield running
+
+
+async def test_requests_and_checks_go_through_the_proxy(
+    closing: list[HttpEndpoint], upstream: ChatUpstream, proxy: ForwardProxy
+) -> None:
+    remote = f"http://upstream.invalid:{upstream.port}/v1"
+    upstream.enqueue(Text("proxied"))
+    through = endpoint(closing, remote, proxy=Proxy(proxy.url, {"Proxy-Authorization": "Basic dTpw"}))
+    answer = await through.post_for_json(BODY)
+    await through.check()
+    assert answer["choices"][0]["message"]["content"] == "proxied"
+    assert [(r.url, r.proxy_authorization) for r in proxy.requests] == [
+        (f"{remote}/chat/completions", "Basic dTpw"),
+        (f"{remote}/models", "Basic dTpw"),
+    ]
+    assert "proxy-authorization" not in upstream.requests[0].headers
+
+
+async def test_a_cookie_set_under_a_host_name_is_not_sent_back(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
+    upstream.enqueue(HttpError(400, {"error": {"message": "no"}}, headers={"Set-Cookie": "session=alice; Path=/"}), Text("ok"))
+    named = endpoint(closing, f"http://localhost:{upstream.port}/v1")
+    await failure(named.post_for_json(BODY))
+    await named.post_for_json(BODY)
+    assert "cookie" not in upstream.requests[1].headers
+
+
+async def test_batches_in_memory_end_cleanly_only_at_their_end() -> None:
+    batches = ListBatches([[{"n": 1}], [{"n": 2}]])
+    seen = []
+    async for batch in batches:
+        seen.append((batch, batches.ended_cleanly))
+    assert seen == [([{"n": 1}], False), ([{"n": 2}], False)] and batches.ended_cleanly
+
+
+async def test_a_compressed_answer_is_decompressed(closing: list[HttpEndpoint]) -> None:
+    import gzip
+
+    body = gzip.compress(orjson.dumps({"choices": [], "said": "compressed"}))
+    async with raw_upstream(answer(b"HTTP/1.1 200 OK", body, b"Content-Encoding: gzip\r\n")) as url:
+        assert (await endpoint(closing, url).post_for_json(BODY))["said"] == "compressed"
+
+
+async def test_an_answer_that_cannot_be_read_is_not_retried(closing: list[HttpEndpoint]) -> None:
+    valid = answer(b"HTTP/1.1 200 OK", orjson.dumps({"choices": []}))
+    async with raw_upstream([b"SMTP ready\r\n\r\n"], valid) as url:
+        twice = endpoint(closing, url, retry=RetryPolicy(attempts=2, backoff_seconds=0.0))
+        assert type(await failure(twice.post_for_json(BODY))) is UpstreamProtocolError
+
+
+def test_a_url_shown_without_its_credentials() -> None:
+    from toolwire.upstream._http import without_credentials
+
+    assert without_credentials("http://u:p@h/a@b") == "http://h/a@b"  # an @ in the path is the path's
+    assert without_credentials("http://u:p@h/x?next=http://y") == "http://h/x?next=http://y"
+
+
+async def test_only_the_first_64_kib_of_an_error_are_read(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
+    """An error body is read for its message only: past 64 KiB it is left unread, so a huge
+    one is shown as the text it begins with, never parsed whole."""
+    huge = {"error": {"message": "short", "padding": "x" * 200_000}}
+    upstream.enqueue(HttpError(400, huge))
+    error = await failure(endpoint(closing, upstream.base_url).post_for_json(BODY))
+    assert error.message == orjson.dumps(huge).decode()[:2000]

@@ -1,0 +1,183 @@
+"""``HttpEndpoint.stream`` and ``stream_bytes`` against the scripted Chat upstream: the
+batches a streamed answer arrives in, where it ends, and how a broken, stalled, garbled
+or oversized stream fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
+from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
+from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
+from toolwire.upstream._http import parse_json_object
+
+STREAMED = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+JSON = dict[str, Any]
+
+
+@pytest.fixture
+async def endpoint(upstream: ChatUpstream) -> AsyncIterator[HttpEndpoint]:
+    made = HttpEndpoint(upstream.base_url, "/chat/completions", retry=RetryPolicy(backoff_seconds=0.0), timeout=5)
+    yield made
+    await made.aclose()
+
+
+async def read_all(endpoint: HttpEndpoint, **kwargs: Any) -> tuple[list[list[JSON]], bool]:
+    async with endpoint.stream(STREAMED, parse_json_object, **kwargs) as batches:
+        read = [batch async for batch in batches]
+    return read, batches.ended_cleanly
+
+
+async def stream_failure(endpoint: HttpEndpoint, **kwargs: Any) -> UpstreamError:
+    with pytest.raises(UpstreamError) as raised:
+        await read_all(endpoint, **kwargs)
+    return raised.value
+
+
+def sse(*payloads: Any) -> list[bytes]:
+    return [b"data: " + (p if isinstance(p, bytes) else orjson.dumps(p)) + b"\n\n" for p in payloads]
+
+
+async def test_the_chunks_in_order_and_the_end_marker(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("hello there"))
+    batches, clean = await read_all(endpoint)
+    chunks = [chunk for batch in batches for chunk in batch]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == "hello there"
+    assert clean and all(batches)
+
+
+async def test_what_arrives_together_is_one_batch(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([b"".join(sse({"n": 1}, {"n": 2})), *sse({"n": 3}), b"data: [DONE]\n\n"]))
+    batches, clean = await read_all(endpoint)
+    assert [c["n"] for c in batches[0]][:2] == [1, 2]  # one write, one read
+    assert [c["n"] for batch in batches for c in batch] == [1, 2, 3]
+    assert clean
+
+
+async def test_nothing_after_the_end_marker_is_read_as_data(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([b"".join([*sse({"n": 1}), b"data: [DONE]\n\n", *sse({"n": 2})]), *sse({"n": 3})]))
+    batches, clean = await read_all(endpoint)
+    assert batches == [[{"n": 1}]] and clean
+
+
+async def test_a_terminal_object_ends_the_stream_and_the_rest_is_drained(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([*sse({"type": "a"}, {"type": "end"}, {"type": "after"}), b": tail\n\n"], linger=0.3))
+    batches, clean = await read_all(endpoint, is_terminal=lambda event: event["type"] == "end")
+    assert [event["type"] for batch in batches for event in batch] == ["a", "end"] and clean
+    # the body was read to its end after the caller was done, so the connection is reused
+    assert upstream.ended == [0]
+    upstream.enqueue(Text("next"))
+    await read_all(endpoint)
+    assert len(upstream.requests) == 2
+
+
+async def test_a_stream_that_stops_without_an_end_marker(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([*sse({"n": 1}), b"data: {\"n\": 2}"]))  # the last event lacks its blank line
+    batches, clean = await read_all(endpoint)
+    assert batches == [[{"n": 1}]] and not clean  # an unfinished event is no event (the SSE rules)
+
+
+async def test_an_error_status_before_streaming_is_raised_on_opening(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(HttpError(400, {"error": {"message": "bad"}}))
+    with pytest.raises(UpstreamError, match=r"^bad$"):
+        async with endpoint.stream(STREAMED, parse_json_object):
+            pytest.fail("the stream must not open")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "The upstream sent unparseable stream data: '{not json'."),
+        (b"[1, 2]", "The upstream sent stream data that is not an object: '[1, 2]'."),
+        (b"x" * 300, f"The upstream sent unparseable stream data: {'x' * 200!r}."),
+    ],
+)
+async def test_data_that_is_not_an_object(endpoint: HttpEndpoint, upstream: ChatUpstream, data: bytes, message: str) -> None:
+    upstream.enqueue(Raw(sse(data)))
+    error = await stream_failure(endpoint)
+    assert type(error) is UpstreamProtocolError and error.message == message
+
+
+async def test_a_cut_stream(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Cut(2, Text("a longer answer that is cut")))
+    error = await stream_failure(endpoint)
+    assert error.message == "The upstream closed the connection before the stream was complete."
+    assert (error.status, error.code) == (502, None)
+
+
+async def test_a_stalled_stream(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Stall(1, seconds=10))
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=0.3)
+    try:
+        error = await stream_failure(endpoint)
+    finally:
+        await endpoint.aclose()
+    assert (error.message, error.code) == ("The upstream stream stalled for more than 0.3 s.", "upstream_timeout")
+
+
+async def limited(upstream: ChatUpstream, limits: UpstreamLimits) -> UpstreamError:
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", limits=limits)
+    try:
+        return await stream_failure(endpoint)
+    finally:
+        await endpoint.aclose()
+
+
+async def test_a_line_event_or_stream_over_its_limit(upstream: ChatUpstream) -> None:
+    tripped: list[str] = []
+    upstream.enqueue(Raw([b"data: " + b"x" * 3000]))
+    error = await limited(upstream, UpstreamLimits(max_line_bytes=2048, tripped=tripped.append))
+    assert type(error) is UpstreamLimitError and error.limit == "upstream_max_line_bytes"
+    assert error.message == (
+        "The upstream sent an SSE line longer than the gateway's limit of 2 KiB (upstream_max_line_bytes); "
+        "the stream was cut."
+    )
+    upstream.enqueue(Raw([b"data: x\n" * 1000]))
+    error = await limited(upstream, UpstreamLimits(max_event_bytes=1500, tripped=tripped.append))
+    assert error.message == (
+        "The upstream sent an SSE event longer than the gateway's limit of 1500 bytes (upstream_max_event_bytes); "
+        "the stream was cut."
+    )
+    upstream.enqueue(Raw(sse(*[{"n": n} for n in range(400)])))
+    error = await limited(upstream, UpstreamLimits(max_stream_bytes=3 * 2**20 // 1024, tripped=tripped.append))
+    assert error.message == (
+        "The upstream's stream is longer than the gateway's limit of 3 KiB (upstream_max_stream_bytes); it was cut."
+    )
+    assert tripped == ["upstream_max_line_bytes", "upstream_max_event_bytes", "upstream_max_stream_bytes"]
+
+
+async def test_a_stream_exactly_at_its_limit_is_read(upstream: ChatUpstream) -> None:
+    frames = sse({"n": 1}, {"n": 2})
+    upstream.enqueue(Raw([b"".join(frames)]))
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", limits=UpstreamLimits(max_stream_bytes=len(b"".join(frames))))
+    try:
+        batches, _ = await read_all(endpoint)
+    finally:
+        await endpoint.aclose()
+    assert batches == [[{"n": 1}, {"n": 2}]]
+
+
+async def test_stream_bytes_gives_the_bytes_as_they_come(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([b"event: a\n", b"data: 1\n\n"]))
+    async with endpoint.stream_bytes(STREAMED) as chunks:
+        received = b"".join([chunk async for chunk in chunks])
+    assert received == b"event: a\ndata: 1\n\n"
+    upstream.enqueue(Cut(1))
+    with pytest.raises(UpstreamError, match="closed the connection before the stream was complete"):
+        async with endpoint.stream_bytes(STREAMED) as chunks:
+            async for _ in chunks:
+                pass
+
+
+async def test_leaving_a_stream_early_closes_its_connection(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Stall(1, seconds=30))
+    async with endpoint.stream(STREAMED, parse_json_object) as batches:
+        async for _ in batches:
+            break
+    assert not batches.ended_cleanly
+    await asyncio.to_thread(upstream.wait_for_disconnect, 10)
