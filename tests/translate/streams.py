@@ -1,8 +1,8 @@
 """Responses event streams in a form a test can spell out whole.
 
 ``readable(events)`` is what a client reads, with what is random-looking made legible:
-the fresh item ids (``msg_<32 hex>``) become ``msg#1``, ``msg#2``, ... in order of first
-appearance (one item keeps one id across its events), ``sequence_number`` is dropped
+the fresh item ids (``msg_<32 hex>``) and call ids (``call_<24 hex>``) become ``msg#1``,
+``msg#2``, ``call#1``, ... in order of first appearance (one item keeps one id across its events), ``sequence_number`` is dropped
 (the tests check it counts 0, 1, 2, ... apart), a lifecycle event's Response keeps only
 what changes along a stream (``status``, ``output``, ``usage``, ``error``,
 ``incomplete_details``), and a sealed ``encrypted_content`` is shown opened
@@ -17,7 +17,7 @@ from typing import Any
 from toolwire.translate import open_reasoning, open_reasoning_blocks
 
 JSON = dict[str, Any]
-_FRESH_ID = re.compile(r"^([a-z]+)_[0-9a-f]{32}$")
+_FRESH_ID = re.compile(r"^([a-z]+)_(?:[0-9a-f]{32}|[0-9a-f]{24})$")
 _CHANGING = ("status", "output", "usage", "error", "incomplete_details")
 
 
