@@ -13,11 +13,14 @@ import orjson
 import pytest
 
 from toolwire.protocol import parse_request
+from toolwire.tools import ToolName
 from toolwire.translate import (
     ResponsesEventWriter,
+    flat_name,
     open_reasoning,
     open_reasoning_blocks,
     seal_reasoning,
+    upstream_call_id,
 )
 
 from .chat.shapes import TOOL_SEARCH, translate, user
@@ -100,3 +103,38 @@ def test_the_writers_error_defaults_to_a_server_error() -> None:
     error, delta, done = writer.take()
     assert (error["code"], error["error"]) == ("server_error", {"type": "server_error", "code": "server_error", "message": "boom", "param": None})
     assert (delta["content_index"], done["content_index"]) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "flat"),
+    [
+        (ToolName("collaboration", "list_agents"), "collaboration__list_agents"),
+        (ToolName("mcp__srv__", "t"), "mcp__srv__t"),
+        (ToolName("ns", "a.b"), "ns__a_b_fc5e2851"),
+        (ToolName(None, "x" * 70), "x" * 55 + "_c71bd109"),
+    ],
+)
+def test_flat_names_are_valid_and_a_changed_one_carries_a_hash_of_the_original(tool_name: ToolName, flat: str) -> None:
+    assert flat_name(tool_name) == flat and len(flat) <= 64
+
+
+@pytest.mark.parametrize(
+    ("call_id", "upstream"),
+    [("ok_id-1", "ok_id-1"), ("call with spaces", "call_2e5817b7d8a7b4caa856e64c063ee4b8"), ("c" * 41, "call_2d55900a1d3409d7a599bb69946cbd9a")],
+)
+def test_a_call_id_a_chat_backend_cannot_take_is_hashed(call_id: str, upstream: str) -> None:
+    assert upstream_call_id(call_id) == upstream
+
+
+def test_two_tools_whose_flat_names_collide_keep_apart_in_the_history_too() -> None:
+    def function(name: str) -> JSON:
+        return {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+
+    tools = [
+        {"type": "namespace", "name": "a", "description": "", "tools": [function("b__c")]},
+        {"type": "namespace", "name": "a__b", "description": "", "tools": [function("c")]},
+    ]
+    history = [user("go"), {"type": "function_call", "call_id": "x1", "name": "c", "namespace": "a__b", "arguments": "{}"}, {"type": "function_call_output", "call_id": "x1", "output": "ok"}]
+    translated = translate({"tools": tools, "input": history})
+    assert [tool["function"]["name"] for tool in translated.chat["tools"]] == ["a__b__c", "a__b__c_57a76311"]
+    assert translated.chat["messages"][1]["tool_calls"][0]["function"]["name"] == "a__b__c_57a76311"
