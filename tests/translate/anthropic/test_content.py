@@ -173,8 +173,10 @@ DATA_URL_EXPECTED = "expected a base64 data: URL (data:<media type>;base64,<data
         ({"type": "input_image", "image_url": "data:image/png;base64"}, DATA_URL_EXPECTED),
         ({"type": "input_file", "file_data": "application/pdf;base64,JVBE"}, DATA_URL_EXPECTED),
         ({"type": "input_file", "file_id": "file_1"}, "an input_file needs file_data or file_url; a file_id cannot be sent."),
+        # A comma in the header must be percent-encoded (RFC 2397): the first one ends it.
+        ({"type": "input_file", "file_data": "data:application/pdf;name=a,b.pdf;base64,QUJD"}, DATA_URL_EXPECTED),
     ],
-    ids=["image-file-id", "image-type", "image-scheme", "not-base64", "no-comma", "no-data-scheme", "file-id"],
+    ids=["image-file-id", "image-type", "image-scheme", "not-base64", "no-comma", "no-data-scheme", "file-id", "comma-in-header"],
 )
 def test_a_part_that_cannot_be_sent_is_a_request_error_naming_it(part: JSON, why: str) -> None:
     with pytest.raises(RequestError) as raised:
