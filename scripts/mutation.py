@@ -150,6 +150,11 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
             f"only_mutate = {toml_list(mutate)}",
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]',
+            # Each mutant is forked from a server that has only collected the tests: forked
+            # from the process that ran them all once (mutmut's default), a mutant would
+            # inherit the caches they filled (tool catalogs and what is derived from them),
+            # and the mutated code behind a cached value would never run.
+            'process_isolation = "forkserver"',
             "",
         ]
     )

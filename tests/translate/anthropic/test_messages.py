@@ -232,3 +232,37 @@ def test_a_request_with_nothing_to_send_is_a_request_error() -> None:
         translate({"input": [{"type": "message", "role": "user", "content": ""}]})
     assert raised.value.message == "Invalid 'input': the Messages API needs at least one message with content."
     assert raised.value.param == "input"
+
+
+def test_text_after_a_finished_tool_loop_starts_the_next_turn() -> None:
+    translated = translate(
+        {
+            "tools": [EXEC_COMMAND, TOOL_SEARCH],
+            "input": [
+                user("go"),
+                function_call("c1", "exec_command"),
+                function_output("c1", "ok"),
+                assistant("after"),
+                {"type": "tool_search_call", "call_id": "c3", "status": "completed", "execution": "client", "arguments": '"x"'},
+                {"type": "tool_search_output", "call_id": "c3", "execution": "client", "status": "completed", "tools": []},
+                {"type": "message", "role": "assistant", "content": "plain"},
+                {"type": "message", "role": "system", "content": "sys plain"},
+                {"type": "message", "role": "assistant", "content": [{"type": "input_image", "image_url": "http://x.example/a.png"}, {"type": "output_text", "text": "kept"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "http://x.example/a.png"}]},
+            ],
+        }
+    )
+    assert translated.body["messages"] == [
+        {"role": "user", "content": [text("go")]},
+        {"role": "assistant", "content": [tool_use("c1", "exec_command", {})]},
+        {"role": "user", "content": [result("c1", "ok")]},
+        {"role": "assistant", "content": [text("after"), tool_use("c3", "tool_search", {"arguments": '"x"'})]},
+        {"role": "user", "content": [result("c3", '{"loaded_tools":[]}')]},
+        {"role": "assistant", "content": [text("plain\n\nkept")]},
+        {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "http://x.example/a.png"}, "cache_control": EPHEMERAL}]},
+    ]
+    assert translated.body["system"] == [text("sys plain", cache_control=EPHEMERAL)]
+    assert translated.warnings == [
+        'call arguments that are not a JSON object sent as {"arguments": text}: input[4]',
+        "assistant message parts dropped (text only): input_image at input[8].content[0]",
+    ]

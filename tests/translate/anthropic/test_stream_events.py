@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.messages_upstream import Answer, Said, Use, answer_events, whole_message
 from tests.translate.streams import (
     BEGUN,
     custom_call,
@@ -29,7 +30,7 @@ from tests.translate.streams import (
     reasoning_text,
 )
 
-from .test_stream import machine, run, sdk_final_response
+from .test_stream import STRICT_TOOL, machine, run, sdk_final_response
 
 JSON = dict[str, Any]
 
@@ -75,6 +76,7 @@ EVERY_KIND = [
     {"type": "ping"},
     start(0, {"type": "thinking", "thinking": "", "signature": ""}),
     delta(0, {"type": "thinking_delta", "thinking": "Plan"}),
+    delta(0, {"type": "thinking_delta", "thinking": ""}),
     delta(0, {"type": "thinking_delta", "thinking": " it."}),
     delta(0, {"type": "signature_delta", "signature": "sig"}),
     delta(0, {"type": "signature_delta", "signature": "ned"}),
@@ -83,6 +85,7 @@ EVERY_KIND = [
     delta(1, {"type": "text_delta", "text": "there."}),
     stop(1),
     start(2, {"type": "tool_use", "id": "toolu_1", "name": "exec_command", "input": {}}),
+    delta(2, {"type": "input_json_delta", "partial_json": ""}),
     delta(2, {"type": "input_json_delta", "partial_json": '{"cmd":'}),
     delta(2, {"type": "input_json_delta", "partial_json": '"ls"}'}),
     stop(2),
@@ -365,3 +368,95 @@ def test_stop_reasons_unknown_to_responses(reason: str, status: str) -> None:
 def test_usage_counts_only_positive_whole_numbers(counts: JSON, expected: JSON) -> None:
     response = machine().translate_whole({"type": "message", "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "usage": counts})
     assert response["usage"] == expected
+
+
+def test_blocks_that_start_whole_and_never_stop() -> None:
+    """Some compatible backends send a block's content at its start and no stops: each
+    block's start closes the one before."""
+    translator = machine()
+    out = translator.start()
+    for event in [
+        start(0, {"type": "thinking", "thinking": "whole", "signature": "sig"}),
+        start(1, {"type": "text", "text": "a"}),
+        delta(1, {"type": "signature_delta", "signature": "x"}),
+        delta(1, "junk"),
+        start(2, {"type": "tool_use", "name": "exec_command"}),
+        delta(2, {"type": "text_delta", "text": "t"}),
+        start(3, {"type": "redacted_thinking"}),
+        start(4, {"type": "tool_use", "id": 5, "input": {}}),
+        start(5, {"type": "server_tool_use", "id": "s1", "name": "web_search"}),
+        start(6, {"type": "text", "text": "b"}),
+        stop_reason("end_turn"),
+    ]:
+        out += translator.feed(event)
+    out += translator.finish(completed_at=5)
+    thought = {
+        "id": "rs#1",
+        "type": "reasoning",
+        "status": "completed",
+        "summary": [],
+        "content": [reasoning_text("whole")],
+        "encrypted_content": {"sealed": [{"type": "thinking", "thinking": "whole", "signature": "sig"}]},
+    }
+    redacted = {
+        "id": "rs#2",
+        "type": "reasoning",
+        "status": "completed",
+        "summary": [],
+        "content": [],
+        "encrypted_content": {"sealed": [{"type": "redacted_thinking", "data": ""}]},
+    }
+    named = function_call("fc#1", "call#1", "exec_command", "{}")
+    unnamed = function_call("fc#2", "call#2", "unnamed_tool", "{}")
+    output = [thought, message("msg#1", "a"), named, redacted, unnamed, search_call("ws#1", "completed"), message("msg#2", "b")]
+    assert readable(out) == [
+        *BEGUN,
+        *reasoning_events(thought, 0, ["whole"]),
+        *message_events("msg#1", 1, ["a"]),
+        *function_call_events(named, 2, ["{}"]),
+        item_added(3, {"id": "rs#2", "type": "reasoning", "status": "in_progress", "summary": [], "content": []}),
+        item_done(3, redacted),
+        *function_call_events(unnamed, 4, ["{}"]),
+        *search_events(5, output[5]),
+        *message_events("msg#2", 6, ["b"]),
+        lifecycle("completed", "completed", output),
+    ]
+    assert translator.response["completed_at"] == 5 and translator.conversions == []
+
+
+def test_a_strict_call_cut_off_while_open_is_passed_as_written() -> None:
+    _, response = run(
+        [
+            start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}),
+            delta(0, {"type": "input_json_delta", "partial_json": '{"city": "Par'}),
+            stop_reason("max_tokens"),
+        ],
+        tools=[STRICT_TOOL],
+    )
+    assert readable_response(response)["output"] == [function_call("fc#1", "toolu_1", "get_weather", '{"city": "Par', "incomplete")]
+
+
+def test_a_call_that_stopped_before_an_error_is_kept() -> None:
+    _, response = run(
+        [
+            start(0, {"type": "tool_use", "id": "toolu_1", "name": "exec_command", "input": {}}),
+            delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
+            stop(0),
+            {"type": "error", "error": {"message": "Overloaded"}},
+        ]
+    )
+    assert readable_response(response)["output"] == [function_call("fc#1", "toolu_1", "exec_command", "{}")]
+
+
+def test_a_whole_message_that_says_nothing() -> None:
+    unknown = machine().translate_whole({"type": "message", "content": [], "stop_reason": "a_future_reason"})
+    assert unknown["error"] == {"code": "server_error", "message": "upstream stream ended with finish reason 'a_future_reason' and no output"}
+    empty = machine().translate_whole({"type": "message", "content": None, "stop_reason": "end_turn"})
+    assert (empty["status"], empty["output"]) == ("completed", [])
+
+
+def test_a_whole_message_with_empty_inputs_reads_as_its_stream() -> None:
+    answer = Answer([Use("apply_patch", {}), Use("exec_command", {}), Use("tool_search", {}), Said("done")])
+    _, streamed = run(answer_events(answer, message_id="msg_0001", model="claude", usage={"input_tokens": 1}))
+    whole = machine().translate_whole(whole_message(answer, message_id="msg_0001", model="claude", usage={"input_tokens": 1}))
+    assert readable_response(whole)["output"] == readable_response(streamed)["output"]

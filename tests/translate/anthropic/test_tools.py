@@ -126,6 +126,20 @@ def test_allowed_tools_sends_the_subset_without_the_server_tool() -> None:
     ]
 
 
+def test_allowed_tools_naming_only_the_tool_search() -> None:
+    choice = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "tool_search"}]}
+    translated = translate({"input": "hi", "tools": [EXEC_COMMAND, TOOL_SEARCH], "tool_choice": choice})
+    assert translated.body["tools"] == [{**SEARCH, "cache_control": EPHEMERAL}]
+
+
+def test_a_tool_search_in_a_namespace_carries_the_namespace_description() -> None:
+    namespace = {"type": "namespace", "name": "mcp", "description": "An MCP server.", "tools": [{"type": "tool_search", "execution": "client", "description": "Find."}]}
+    translated = translate({"input": "hi", "tools": [namespace]})
+    assert translated.body["tools"] == [
+        {"name": "mcp__tool_search", "input_schema": EMPTY_SCHEMA, "description": "An MCP server.\n\nFind.", "cache_control": EPHEMERAL}
+    ]
+
+
 def test_allowed_tools_without_a_mode_is_auto() -> None:
     choice = {"type": "allowed_tools", "tools": [{"type": "function", "name": "exec_command"}]}
     translated = translate({"input": "hi", "tools": [EXEC_COMMAND, TOOL_SEARCH], "tool_choice": choice})
