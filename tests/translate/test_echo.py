@@ -182,3 +182,64 @@ def test_fields_that_are_of_their_kind_are_kept() -> None:
 )
 def test_usage_made_whole(usage: JSON | None, completed: JSON) -> None:
     assert complete_usage(usage) == completed
+
+
+def test_the_echo_repeats_what_the_request_set() -> None:
+    echo = echo_of(
+        {
+            "tool_choice": "none",
+            "parallel_tool_calls": False,
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "presence_penalty": 0.1,
+            "frequency_penalty": 0.2,
+            "top_logprobs": 3,
+            "max_output_tokens": 50,
+            "max_tool_calls": 4,
+            "previous_response_id": "resp_p",
+            "reasoning": {"effort": "low"},
+            "text": {"verbosity": "high"},
+            "truncation": "auto",
+            "metadata": {"a": "b"},
+            "store": False,
+            "background": True,
+            "service_tier": "flex",
+            "safety_identifier": "sid",
+            "prompt_cache_key": "pk",
+            "user": "u",
+            "prompt_cache_retention": "24h",
+            "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}],
+        }
+    )
+    assert echo == {
+        "instructions": None,
+        "tools": [{"type": "function", "name": "f", "description": None, "parameters": None, "strict": True}, {"type": "web_search"}],
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "presence_penalty": 0.1,
+        "frequency_penalty": 0.2,
+        "top_logprobs": 3,
+        "max_output_tokens": 50,
+        "max_tool_calls": 4,
+        "previous_response_id": "resp_p",
+        "reasoning": {"effort": "low", "summary": None},
+        "text": {"verbosity": "high", "format": {"type": "text"}},
+        "truncation": "auto",
+        "metadata": {"a": "b"},
+        "store": False,
+        "background": True,
+        "service_tier": "flex",
+        "safety_identifier": "sid",
+        "prompt_cache_key": "pk",
+        "user": "u",
+        "prompt_cache_retention": "24h",
+    }
+
+
+def test_values_of_the_wrong_kind_are_echoed_as_the_defaults() -> None:
+    echo = echo_of(
+        {"presence_penalty": True, "top_logprobs": True, "max_tool_calls": 2.5, "truncation": "x", "background": "yes", "service_tier": 5, "safety_identifier": 3, "text": {"format": "x"}}
+    )
+    assert echo == {key: DEFAULTS[key] for key in echo}

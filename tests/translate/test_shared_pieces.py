@@ -138,3 +138,17 @@ def test_two_tools_whose_flat_names_collide_keep_apart_in_the_history_too() -> N
     translated = translate({"tools": tools, "input": history})
     assert [tool["function"]["name"] for tool in translated.chat["tools"]] == ["a__b__c", "a__b__c_57a76311"]
     assert translated.chat["messages"][1]["tool_calls"][0]["function"]["name"] == "a__b__c_57a76311"
+
+
+def test_a_hashed_flat_name_that_is_taken_is_salted_until_free() -> None:
+    def function(name: str) -> JSON:
+        return {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+
+    tools = [
+        {"type": "namespace", "name": "a", "description": "", "tools": [function("b__c")]},
+        function("a__b__c_57a76311"),  # the hashed name a__b.c would get
+        function("a__b__c_d78accbf"),  # and the one salted once
+        {"type": "namespace", "name": "a__b", "description": "", "tools": [function("c")]},
+    ]
+    names = [tool["function"]["name"] for tool in translate({"tools": tools, "input": "hi"}).chat["tools"]]
+    assert names == ["a__b__c", "a__b__c_57a76311", "a__b__c_d78accbf", "a__b__c_2d4c68b6"]

@@ -169,3 +169,72 @@ def test_a_whole_completion_is_the_chunk_that_would_have_carried_it() -> None:
     assert completion_chunks({"choices": []}) == []
     assert completion_chunks({"error": {"message": "boom"}}) == [{"error": {"message": "boom"}}]
     assert completion_chunks({"object": "error", "message": "boom"}) == [{"error": {"object": "error", "message": "boom"}}]
+
+
+def tool_call(**fields: Any) -> JSON:
+    return chunk(tool_calls=[fields])
+
+
+@pytest.mark.parametrize(
+    ("chunks", "output", "call_ids"),
+    [
+        (
+            # No ids, one index: a name after whole JSON arguments starts the next call.
+            [
+                tool_call(index=0, function={"name": "exec_command", "arguments": '{"cmd":"ls"} '}),
+                tool_call(index=0, function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd":"ls"} '), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+            None,
+        ),
+        (
+            # Ids that differ at one index are two calls, however the first one's arguments end.
+            [
+                tool_call(index=0, id="A", function={"name": "exec_command", "arguments": '{"cmd":'}),
+                tool_call(index=0, id="B", function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd":'), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+            ["A", "B"],
+        ),
+        (
+            # A native custom call in pieces, then a function call at the same index.
+            [
+                tool_call(index=0, id="n1", type="custom", custom={"name": "apply_patch", "input": "*** Begin"}),
+                tool_call(index=0, custom={"input": " Patch\n*** End Patch\n"}),
+                tool_call(index=0, id="n2", type="function", function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("custom_tool_call", None, "apply_patch", "*** Begin Patch\n*** End Patch\n"), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+            ["n1", "n2"],
+        ),
+        (
+            # A native custom call naming a function tool: its input wrapped as the arguments.
+            [
+                tool_call(index=0, id="n3", type="custom", custom={"name": "exec_command", "input": "ls"}),
+                tool_call(index=0, custom={"input": " -la"}),
+            ],
+            [("function_call", None, "exec_command", '{"input":"ls -la"}')],
+            ["n3"],
+        ),
+    ],
+    ids=["same-index-no-ids", "same-index-new-id", "native-custom-in-pieces", "native-custom-naming-a-function"],
+)
+def test_calls_sharing_an_index(chunks: list[JSON], output: list[tuple[Any, ...]], call_ids: list[str] | None) -> None:
+    result = run([*chunks, finish("tool_calls")])
+    response = result.translator.response
+    assert [summarize(item) for item in response["output"]] == output
+    if call_ids is not None:
+        assert [item["call_id"] for item in response["output"]] == call_ids
+
+
+def test_a_stream_cut_before_its_finish_reason_fails_with_the_usage_so_far() -> None:
+    result = run([chunk(content="partial"), usage_chunk(3, 4)], end=None)
+    result.translator.finish(ended_cleanly=False)
+    response = result.translator.response
+    assert (response["status"], response["output"]) == ("failed", [])
+    assert response["usage"] == {
+        "input_tokens": 3,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 4,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 7,
+    }
