@@ -151,4 +151,4 @@ def test_a_hashed_flat_name_that_is_taken_is_salted_until_free() -> None:
         {"type": "namespace", "name": "a__b", "description": "", "tools": [function("c")]},
     ]
     names = [tool["function"]["name"] for tool in translate({"tools": tools, "input": "hi"}).chat["tools"]]
-    assert names == ["a__b__c", "a__b__c_57a76311", "a__b__c_d78accbf", "a__b__c_2d4c68b6"]
+    assert names == ["a__b__c", "a__b__c_57a76311", "a__b__c_d78accbf", "a__b__c_8edac892"]
