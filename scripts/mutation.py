@@ -2,8 +2,13 @@
 
     python scripts/mutation.py PACKAGE...            # e.g. tools translate
     python scripts/mutation.py --changed BASE_REV    # only the modules changed since BASE_REV
+    python scripts/mutation.py translate/anthropic   # a part of a package, while working on it
 
 A package is a folder of ``src/toolwire`` (``tools``) or a top-level module (``cli``).
+A part of one is a subfolder or a module of it (``translate/anthropic``,
+``translate/writer``), run with the whole package's tests; its report is printed and
+written to ``.cache/mutation/<package>-<part>.md`` only: a package's result in
+``mutation/`` comes from a run over all of it.
 Each run happens in a scratch copy of the repository (``.cache/mutation/<label>/``, with
 a ``[tool.mutmut]`` section added to its ``pyproject.toml``), so the work tree and its
 ``pyproject.toml`` are never touched. mutmut first runs the package's tests once to learn
@@ -118,6 +123,7 @@ def package_files(package: str) -> list[str]:
 
 
 def tests_for(package: str) -> list[str]:
+    package = package.partition("/")[0]  # a part of a package is run with all its tests
     paths = [f"tests/{package}"] if (ROOT / "tests" / package).is_dir() else []
     paths += EXTRA_TESTS.get(package, [])
     if not paths:
@@ -157,6 +163,11 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
             # One hypothesis seed: every mutant meets the same examples, so a property
             # test's verdict is the mutant's doing, not the luck of the draw.
             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--hypothesis-seed=0"]',
+            # Each mutant is forked from a server that has only collected the tests: forked
+            # from the process that ran them all once (mutmut's default), a mutant would
+            # inherit the caches they filled (tool catalogs and what is derived from them),
+            # and the mutated code behind a cached value would never run.
+            'process_isolation = "forkserver"',
             "",
         ]
     )
@@ -333,6 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     for package in args.packages:
         command = f"scripts/mutation.sh {package}"
+        if "/" in package:
+            label = package.replace("/", "-")
+            outcome = run(label, package_files(package), tests_for(package), command, args.jobs)
+            report = render(outcome, args.fail_under)
+            (SCRATCH / f"{label}.md").write_text(report)
+            print(report)
+            failed |= outcome.score < args.fail_under
+            continue
         outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
         (RESULTS / f"{package}.md").write_text(render(outcome, args.fail_under))
         print(f"{package}: {outcome.score:.1f} % killed ({outcome.killed} of {outcome.total}, "

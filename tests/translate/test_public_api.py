@@ -158,7 +158,8 @@ def test_every_machine_is_an_answer_translator(machine: type) -> None:
     wanted = {
         name
         for name, member in vars(AnswerTranslator).items()
-        if not name.startswith("_") and (callable(member) or isinstance(member, property))
+        # "ǁ" marks the copies mutmut's trampolines add to a class under mutation testing
+        if not name.startswith("_") and "ǁ" not in name and (callable(member) or isinstance(member, property))
     }
     assert wanted == {"finished", "response", "start", "feed", "finish", "fail", "translate_whole"}
     assert all(hasattr(machine, name) for name in wanted)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from typing import Any
 
 import orjson
@@ -17,7 +16,6 @@ def json_or_none(text: str) -> Any:
         return None
 
 
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _MAX_REPAIR_LENGTH = 100_000
 
 
@@ -32,7 +30,7 @@ def repair_json(text: str) -> str | None:
     start, end = text.find("{"), text.rfind("}")
     body = text[start : end + 1] if 0 <= start < end else text[start:] if start >= 0 else text
     for candidate in (text, body):
-        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate), _close_json(candidate)):
+        for attempt in (candidate, _without_trailing_commas(candidate), _close_json(candidate)):
             try:
                 value = json.loads(attempt, strict=False)
             except (ValueError, RecursionError):
@@ -77,4 +75,30 @@ def _close_json(text: str) -> str:
         text = text[:-1]
     elif text.endswith(":"):
         text += "null"
-    return _TRAILING_COMMA.sub(r"\1", text + "".join(reversed(closers)))
+    return _without_trailing_commas(text + "".join(reversed(closers)))
+
+
+def _without_trailing_commas(text: str) -> str:
+    """``text`` without the commas that end an object or array (``{"a": 1,}``); a comma
+    inside a string is part of its value and stays."""
+    kept: list[str] = []
+    in_string = escaped = False
+    length = len(text)
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == ",":
+            after = index + 1
+            while after < length and text[after].isspace():
+                after += 1
+            if after < length and text[after] in "}]":
+                continue
+        kept.append(char)
+    return "".join(kept)

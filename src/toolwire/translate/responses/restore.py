@@ -58,7 +58,7 @@ class ResponsesStreamRestorer(WrittenAnswer):
 
     Every Response object carries ``response_id`` (the gateway's id: it keeps the
     conversation, so it names the response), ``model`` (the client's name for the
-    model) and the client's ``tools`` and ``tool_choice``, not the downgraded ones, and
+    model; without one, the request's) and the client's ``tools`` and ``tool_choice``, not the downgraded ones, and
     every field the specification requires, filled from the request where the backend
     left one out.
     ``created_at`` is used only when the backend failed before sending a Response.
@@ -76,11 +76,9 @@ class ResponsesStreamRestorer(WrittenAnswer):
         """Every repair applied to the backend's output, e.g. ``custom exec restored``."""
         request = downgraded.request
         self._request = request
+        model = model if model is not None else request.model
         self._writer = ResponsesEventWriter(
-            request,
-            response_id=response_id,
-            created_at=created_at,
-            model=model if model is not None else request.model,
+            request, response_id=response_id, created_at=created_at, model=model
         )
         self._items = ItemRestorer(downgraded.tools, self.conversions)
         self._response_id = response_id
@@ -244,8 +242,7 @@ class ResponsesStreamRestorer(WrittenAnswer):
         restored["previous_response_id"] = echo["previous_response_id"]
         if self._request.tool_choice is not None:
             restored["tool_choice"] = self._request.tool_choice
-        if self._model is not None:
-            restored["model"] = self._model
+        restored["model"] = self._model
         return restored
 
 

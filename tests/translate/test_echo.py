@@ -1,0 +1,245 @@
+"""A Response made whole (``complete_response``, ``complete_usage``): every field the Open
+Responses specification requires, from the request's echo or the specified defaults,
+while what the Response says of its own is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.protocol import parse_request
+from toolwire.translate import ResponsesEventWriter, complete_response, complete_usage
+
+JSON = dict[str, Any]
+
+DEFAULTS: JSON = {
+    "id": None,
+    "object": "response",
+    "created_at": 0,
+    "completed_at": None,
+    "status": "completed",
+    "incomplete_details": None,
+    "model": "",
+    "previous_response_id": None,
+    "instructions": None,
+    "output": [],
+    "error": None,
+    "tools": [],
+    "tool_choice": "auto",
+    "truncation": "disabled",
+    "parallel_tool_calls": True,
+    "text": {"format": {"type": "text"}},
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "top_logprobs": 0,
+    "temperature": 1.0,
+    "reasoning": None,
+    "usage": None,
+    "max_output_tokens": None,
+    "max_tool_calls": None,
+    "store": True,
+    "background": False,
+    "service_tier": "default",
+    "metadata": {},
+    "safety_identifier": None,
+    "prompt_cache_key": None,
+    "user": None,
+}
+
+
+def echo_of(body: JSON) -> JSON:
+    request = parse_request(orjson.dumps({"model": "m", "input": "hi", **body}))
+    return ResponsesEventWriter(request, response_id="resp_e", created_at=1, model="m").echo
+
+
+ECHO = echo_of(
+    {
+        "instructions": "Be brief.",
+        "temperature": 0.3,
+        "tool_choice": "required",
+        "text": {"format": {"type": "json_object"}},
+        "truncation": "auto",
+        "user": "u1",
+        "metadata": {"k": "v"},
+    }
+)
+
+
+def test_an_empty_response_gets_every_default() -> None:
+    assert complete_response({}) == DEFAULTS
+
+
+def test_what_the_response_says_is_kept_and_what_is_wrong_comes_from_the_request() -> None:
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 5,
+        "completed_at": "later",
+        "status": "failed",
+        "model": "gpt",
+        "output": [{"type": "message"}],
+        "instructions": [{"type": "message", "role": "developer", "content": "x"}],
+        "tool_choice": {"type": "function", "name": "f"},
+        "error": {"message": "went wrong", "param": None},
+        "temperature": None,
+        "top_p": True,
+        "text": {"verbosity": "low"},
+        "truncation": "sometimes",
+        "user": 7,
+        "reasoning": {"effort": "high"},
+        "incomplete_details": "no",
+        "usage": {"input_tokens": 3.7, "output_tokens": -2, "input_tokens_details": {"cached_tokens": 1, "x": 2}, "output_tokens_details": "junk", "extra": 1},
+        "extra_field": "kept",
+    }
+    assert complete_response(response, ECHO) == {
+        **DEFAULTS,
+        "id": "resp_1",
+        "created_at": 5,
+        "status": "failed",
+        "model": "gpt",
+        "output": [{"type": "message"}],
+        "instructions": [{"type": "message", "role": "developer", "content": "x"}],
+        "tool_choice": {"type": "function", "name": "f"},
+        "error": {"message": "went wrong", "param": None, "code": "server_error"},
+        "temperature": 0.3,
+        "text": {"format": {"type": "json_object"}},
+        "truncation": "auto",
+        "user": "u1",
+        "reasoning": {"effort": "high"},
+        "metadata": {"k": "v"},
+        "usage": {
+            "input_tokens": 3,
+            "input_tokens_details": {"cached_tokens": 1, "x": 2},
+            "output_tokens": 0,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 3,
+            "extra": 1,
+        },
+        "extra_field": "kept",
+    }
+
+
+@pytest.mark.parametrize(
+    ("error", "completed"),
+    [
+        ({"code": 5}, {"code": "server_error", "message": "The response failed."}),
+        ({"code": "rate_limit_exceeded", "message": 3}, {"code": "rate_limit_exceeded", "message": "The response failed."}),
+        ({"code": "timeout", "message": "slow"}, {"code": "timeout", "message": "slow"}),
+        ("broken", None),
+    ],
+)
+def test_an_error_is_kept_with_a_code_and_a_message(error: Any, completed: JSON | None) -> None:
+    assert complete_response({"error": error})["error"] == completed
+
+
+def test_fields_that_are_of_their_kind_are_kept() -> None:
+    response = {
+        **DEFAULTS,
+        "id": "resp_k",
+        "completed_at": 9,
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "previous_response_id": "resp_0",
+        "max_output_tokens": 100,
+        "max_tool_calls": 3,
+        "safety_identifier": "s",
+        "prompt_cache_key": "p",
+        "user": "me",
+        "text": {"format": {"type": "text"}, "verbosity": "high"},
+        "truncation": "auto",
+        "parallel_tool_calls": False,
+        "top_logprobs": 2,
+        "service_tier": "flex",
+        "metadata": {"a": "b"},
+        "tools": [{"type": "web_search"}],
+        "store": False,
+        "background": True,
+        "presence_penalty": 0.5,
+    }
+    assert complete_response(response, ECHO) == response
+
+
+@pytest.mark.parametrize(
+    ("usage", "completed"),
+    [
+        (None, {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}),
+        (
+            {"input_tokens": 2, "output_tokens": 3, "total_tokens": 99, "input_tokens_details": [1], "output_tokens_details": {"reasoning_tokens": 2.9}},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 99},
+        ),
+        (
+            {"input_tokens": 2, "output_tokens": 3, "total_tokens": "many", "input_tokens_details": {"cached_tokens": "1"}},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0},
+        ),
+        (
+            {"input_tokens": 2, "output_tokens": 3, "total_tokens": None},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5},
+        ),
+    ],
+)
+def test_usage_made_whole(usage: JSON | None, completed: JSON) -> None:
+    assert complete_usage(usage) == completed
+
+
+def test_the_echo_repeats_what_the_request_set() -> None:
+    echo = echo_of(
+        {
+            "tool_choice": "none",
+            "parallel_tool_calls": False,
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "presence_penalty": 0.1,
+            "frequency_penalty": 0.2,
+            "top_logprobs": 3,
+            "max_output_tokens": 50,
+            "max_tool_calls": 4,
+            "previous_response_id": "resp_p",
+            "reasoning": {"effort": "low"},
+            "text": {"verbosity": "high"},
+            "truncation": "auto",
+            "metadata": {"a": "b"},
+            "store": False,
+            "background": True,
+            "service_tier": "flex",
+            "safety_identifier": "sid",
+            "prompt_cache_key": "pk",
+            "user": "u",
+            "prompt_cache_retention": "24h",
+            "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}],
+        }
+    )
+    assert echo == {
+        "instructions": None,
+        "tools": [{"type": "function", "name": "f", "description": None, "parameters": None, "strict": True}, {"type": "web_search"}],
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "presence_penalty": 0.1,
+        "frequency_penalty": 0.2,
+        "top_logprobs": 3,
+        "max_output_tokens": 50,
+        "max_tool_calls": 4,
+        "previous_response_id": "resp_p",
+        "reasoning": {"effort": "low", "summary": None},
+        "text": {"verbosity": "high", "format": {"type": "text"}},
+        "truncation": "auto",
+        "metadata": {"a": "b"},
+        "store": False,
+        "background": True,
+        "service_tier": "flex",
+        "safety_identifier": "sid",
+        "prompt_cache_key": "pk",
+        "user": "u",
+        "prompt_cache_retention": "24h",
+    }
+
+
+def test_values_of_the_wrong_kind_are_echoed_as_the_defaults() -> None:
+    echo = echo_of(
+        {"presence_penalty": True, "top_logprobs": True, "max_tool_calls": 2.5, "truncation": "x", "background": "yes", "service_tier": 5, "safety_identifier": 3, "text": {"format": "x"}}
+    )
+    assert echo == {key: DEFAULTS[key] for key in echo}
