@@ -43,3 +43,13 @@ fi
 .venv/bin/ruff check --output-format concise .
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"
+
+# Under CI: mutation testing of the modules the newest commit changed (against its first
+# parent: for a merge, all the branch brought), within a time budget; see scripts/mutation.py.
+if [[ -n "${TOOLWIRE_CI:-}" && "${TOOLWIRE_CI}" != 0 ]]; then
+    if git rev-parse -q --verify 'HEAD^' >/dev/null; then
+        .venv/bin/python scripts/mutation.py --changed 'HEAD^' --budget "${TOOLWIRE_MUTATION_BUDGET:-420}"
+    else
+        echo "warning: no commit before HEAD in this clone (shallow?): mutation testing of the change not run" >&2
+    fi
+fi
