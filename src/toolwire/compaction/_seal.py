@@ -28,8 +28,6 @@ import os
 from enum import Enum
 
 import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from toolwire.errors import RequestError
 
@@ -79,6 +77,9 @@ class CompactionSeal:
     def __init__(self, key: bytes) -> None:
         if len(key) != KEY_BYTES:
             raise ValueError(f"a compaction key is {KEY_BYTES} bytes, not {len(key)}")
+        # Imported here: a gateway that never compacts never loads cryptography (~7 MB).
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self._key = key
         self._aead = AESGCM(key)
         self.key_id = hashlib.sha256(b"toolwire compaction key id\x00" + key).digest()[:_KEY_ID_BYTES]
@@ -114,6 +115,8 @@ class CompactionSeal:
         sealed = raw[_HEADER_BYTES + _NONCE_BYTES :]
         if not hmac.compare_digest(header[:_KEY_ID_BYTES], self.key_id):
             raise UnreadableCompaction(Unreadable.OTHER_KEY, param=param)
+        from cryptography.exceptions import InvalidTag
+
         try:
             plaintext = self._aead.decrypt(nonce, sealed, _aad(header, owner))
         except InvalidTag as exc:

@@ -9,18 +9,14 @@ server (its password never shown: ``redact_url``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
-import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from ._base import StoreUnavailable
+
+if TYPE_CHECKING:  # redis is imported when a server is first made: ~7 MB a gateway without one never loads
+    import redis.asyncio as redis
+    from redis.commands.core import AsyncScript
 
 T = TypeVar("T")
 
@@ -32,6 +28,10 @@ class RedisServer:
     """The Redis server at ``url`` (``redis://`` or ``rediss://``); ``what`` names its store."""
 
     def __init__(self, url: str, *, what: str, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_SECONDS) -> None:
+        import redis.asyncio as redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
         self.display_url = redact_url(url)
         self._what = what
         self.client: redis.Redis = redis.Redis.from_url(
@@ -47,6 +47,10 @@ class RedisServer:
 
     async def call(self, command: Callable[[], Awaitable[T]]) -> T:
         """Run one command, mapping Redis's failures to ``StoreUnavailable``."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import RedisError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         try:
             return await command()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:

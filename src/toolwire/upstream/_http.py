@@ -158,23 +158,14 @@ class HttpEndpoint:
             raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
         return answer
 
-    @contextlib.asynccontextmanager
-    async def stream(
-        self, body: bytes, parse: Callable[[str], JSON], is_terminal: Callable[[JSON], bool] | None = None
-    ) -> AsyncIterator[SSEBatches]:
-        response = await self.post(body)
-        del body  # only needed for retries, which are over once the answer has begun
-        batches = SSEBatches(response, self.read_timeout, parse, is_terminal, self.limits)
-        try:
-            yield batches
-        finally:
-            try:
-                if batches.ended_cleanly:
-                    # Only now, when the caller is done with the stream: the body's last
-                    # bytes never hold up the answer's end.
-                    await _drain(response)
-            finally:
-                response.close()  # an unfinished stream closes the connection: the upstream sees it
+    def stream(
+        self,
+        body: bytes | Mapping[str, Any],
+        parse: Callable[[str], JSON],
+        is_terminal: Callable[[JSON], bool] | None = None,
+    ) -> OpenStream:
+        """POST ``body`` and hold the SSE answer open as ``SSEBatches`` (``async with``)."""
+        return OpenStream(self, body, parse, is_terminal)
 
     @contextlib.asynccontextmanager
     async def stream_bytes(self, body: bytes) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -210,6 +201,60 @@ def parse_json_object(data: str) -> JSON:
     return chunk
 
 
+class OpenStream:
+    """``HttpEndpoint.stream``: POSTs on entering, yields the answer's ``SSEBatches``, and
+    on leaving drains a cleanly ended answer (so the connection goes back to the pool) or
+    closes the connection of an unfinished one (so the upstream sees it).
+
+    The request body is let go as soon as the answer has begun (it is only needed for
+    retries): a context manager made by ``contextlib.asynccontextmanager`` would keep its
+    arguments for as long as it is open, which cost ~130 kB per open stream (the body
+    and its bytes), most of a gateway's memory under many open streams.
+    """
+
+    __slots__ = ("_batches", "_body", "_endpoint", "_is_terminal", "_parse", "_response")
+
+    def __init__(
+        self,
+        endpoint: HttpEndpoint,
+        body: bytes | Mapping[str, Any],
+        parse: Callable[[str], JSON],
+        is_terminal: Callable[[JSON], bool] | None,
+    ) -> None:
+        self._endpoint = endpoint
+        self._body: bytes | Mapping[str, Any] | None = body  # a mapping is serialized on entering
+        self._parse = parse
+        self._is_terminal = is_terminal
+        self._response: aiohttp.ClientResponse | None = None
+        self._batches: SSEBatches | None = None
+
+    async def __aenter__(self) -> SSEBatches:
+        body, self._body = self._body, None
+        if body is None:
+            raise RuntimeError("an upstream stream is opened once")
+        endpoint = self._endpoint
+        raw = body if isinstance(body, bytes) else orjson.dumps(body)
+        del body
+        self._response = await endpoint.post(raw)
+        del raw
+        self._batches = SSEBatches(
+            self._response, endpoint.read_timeout, self._parse, self._is_terminal, endpoint.limits
+        )
+        return self._batches
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        response, batches = self._response, self._batches
+        if response is None or batches is None:
+            return
+        try:
+            if batches.ended_cleanly:
+                # Only now, when the caller is done with the stream: the body's last
+                # bytes never hold up the answer's end.
+                await _drain(response)
+        finally:
+            response.close()  # an unfinished stream closes the connection: the upstream sees it
+
+
 class HttpBackend:
     """What every HTTP backend shares: one ``HttpEndpoint``, streaming from it and fetching
     whole answers, its check, its close. A kind says how its stream's ``data`` is parsed
@@ -230,12 +275,9 @@ class HttpBackend:
         self._is_terminal = is_terminal
         self.display_url = endpoint.display_url
 
-    @contextlib.asynccontextmanager
-    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[SSEBatches]:
-        raw = orjson.dumps(body)
-        del body  # not kept alive for as long as the stream is open
-        async with self._endpoint.stream(raw, self._parse_data, self._is_terminal) as batches:
-            yield batches
+    def stream(self, body: Mapping[str, Any]) -> OpenStream:
+        # Neither the body nor its bytes outlive the opening of the stream (see OpenStream).
+        return self._endpoint.stream(body, self._parse_data, self._is_terminal)
 
     async def fetch(self, body: Mapping[str, Any]) -> JSON:
         return await self._endpoint.post_for_json(orjson.dumps(body))
