@@ -50,26 +50,45 @@ def _dumps(value: Any) -> str | None:
         return None
 
 
+class _Strings:
+    """Where a scan of JSON text, one character at a time, stands: in a string or not,
+    and just after a backslash in one."""
+
+    __slots__ = ("escaped", "inside")
+
+    def __init__(self) -> None:
+        self.inside = self.escaped = False
+
+    def outside(self, char: str) -> bool:
+        """Take the next ``char``: whether it stands outside every string (a quote is
+        part of its string)."""
+        if self.inside:
+            if self.escaped:
+                self.escaped = False
+            elif char == "\\":
+                self.escaped = True
+            elif char == '"':
+                self.inside = False
+            return False
+        if char == '"':
+            self.inside = True
+            return False
+        return True
+
+
 def _close_json(text: str) -> str:
     """``text`` with an unclosed string, a dangling comma or colon, and open brackets closed."""
     closers: list[str] = []
-    in_string = escaped = False
+    strings = _Strings()
     for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
+        if not strings.outside(char):
+            continue
+        if char in "{[":
             closers.append("}" if char == "{" else "]")
         elif char in "}]" and closers and closers[-1] == char:
             closers.pop()
-    if in_string:
-        text = (text[:-1] if escaped else text) + '"'
+    if strings.inside:
+        text = (text[:-1] if strings.escaped else text) + '"'
     text = text.rstrip()
     if text.endswith(","):
         text = text[:-1]
@@ -82,19 +101,10 @@ def _without_trailing_commas(text: str) -> str:
     """``text`` without the commas that end an object or array (``{"a": 1,}``); a comma
     inside a string is part of its value and stays."""
     kept: list[str] = []
-    in_string = escaped = False
+    strings = _Strings()
     length = len(text)
     for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == ",":
+        if strings.outside(char) and char == ",":
             after = index + 1
             while after < length and text[after].isspace():
                 after += 1
