@@ -48,7 +48,6 @@ from toolwire.tools import (
 
 from ._client import ResponsesClient
 from ._events import (
-    AgentEvent,
     AssistantMessage,
     EventListener,
     ModelRequested,
@@ -117,7 +116,7 @@ class AgentLoop:
                 raise FatalRuntimeError(
                     f"the model made {self.max_turns} requests without giving a final answer"
                 )
-            self._emit(ModelRequested(turn))
+            self._on_event(ModelRequested(turn))
             items, outputs = await self._sample(turn, history)
             history += items
             history += outputs
@@ -126,7 +125,7 @@ class AgentLoop:
             for item in items:
                 text = message_text(item)
                 if text:
-                    self._emit(AssistantMessage(turn, text))
+                    self._on_event(AssistantMessage(turn, text))
 
     def request_body(self, history: Sequence[Item]) -> dict[str, Any]:
         """The body of the next ``POST /responses``."""
@@ -203,12 +202,12 @@ class AgentLoop:
             return
         if call is None:
             return
-        self._emit(ToolCallStarted(turn, call))
+        self._on_event(ToolCallStarted(turn, call))
         try:
             invocation = self._router.bind(call, self.context)  # FatalRuntimeError stops the turn
         except RespondToModel as exc:
             answer = output_for_call(call, ToolOutput(exc.message, success=False))
-            self._emit(ToolCallFinished(turn, call, exc.message, False, 0.0))
+            self._on_event(ToolCallFinished(turn, call, exc.message, False, 0.0))
             answers.append(answer)
             return
         handler = invocation.handler
@@ -240,11 +239,8 @@ class AgentLoop:
                 raise FatalRuntimeError(f"tool {call.tool_name} failed: {exc!r}") from exc
             seconds = time.monotonic() - started
         answer = output_for_call(call, output)
-        self._emit(ToolCallFinished(turn, call, output_text(answer), output.success, seconds))
+        self._on_event(ToolCallFinished(turn, call, output_text(answer), output.success, seconds))
         return answer
-
-    def _emit(self, event: AgentEvent) -> None:
-        self._on_event(event)
 
 
 def _check_status(reader: ResponseStreamReader) -> None:

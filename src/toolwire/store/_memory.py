@@ -16,15 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._base import (
-    ItemDict,
-    PreviousResponseNotFound,
-    StoredResponse,
-    check_chain_length,
-    conversation_of,
-    decode_record,
-    encode_record,
-)
+from ._base import PreviousResponseNotFound, check_chain_length
+from ._encoded import EncodedStore
 
 
 @dataclass(slots=True)
@@ -34,7 +27,7 @@ class _Entry:
     expires_at: float
 
 
-class MemoryResponseStore:
+class MemoryResponseStore(EncodedStore):
     """A bounded in-memory ``ResponseStore``: at most ``max_entries``, each for ``ttl_seconds``.
 
     ``clock`` (seconds, monotonic) is injectable for tests.
@@ -55,38 +48,40 @@ class MemoryResponseStore:
     def __repr__(self) -> str:
         return f"MemoryResponseStore(ttl_seconds={self.ttl_seconds}, max_entries={self.max_entries})"
 
-    async def put(self, record: StoredResponse) -> None:
+    async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         now = self._clock()
         self._purge_expired(now)
-        self._entries[record.id] = _Entry(encode_record(record), record.previous_response_id, self._expiry(now))
-        self._entries.move_to_end(record.id)
+        self._entries[response_id] = _Entry(data, previous_response_id, self._expiry(now))
+        self._entries.move_to_end(response_id)
         if self.max_entries is not None:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
-    async def get(self, response_id: str) -> StoredResponse | None:
+    async def _get_encoded(self, response_id: str) -> bytes | None:
         entry = self._live(response_id, self._clock())
-        return decode_record(entry.data) if entry else None
+        return entry.data if entry else None
 
     async def delete(self, response_id: str) -> bool:
         return self._entries.pop(response_id, None) is not None
 
-    async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
+    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
         now = self._clock()
-        newest_first: list[StoredResponse] = []
+        newest_first: list[str] = []
         next_id: str | None = previous_response_id
         while next_id is not None:
             check_chain_length(previous_response_id, len(newest_first) + 1)
             entry = self._live(next_id, now)
             if entry is None:
                 raise PreviousResponseNotFound(previous_response_id, next_id)
-            newest_first.append(decode_record(entry.data))
+            newest_first.append(next_id)
             next_id = entry.previous_response_id
-        for record in newest_first:  # newest first: the oldest ends up evicted last
-            entry = self._entries[record.id]
+        chain: list[bytes] = []
+        for response_id in newest_first:  # newest first: the oldest ends up evicted last
+            entry = self._entries[response_id]
             entry.expires_at = self._expiry(now)
-            self._entries.move_to_end(record.id)
-        return conversation_of(newest_first[::-1])
+            self._entries.move_to_end(response_id)
+            chain.append(entry.data)
+        return chain
 
     async def aclose(self) -> None:
         self._entries.clear()

@@ -20,22 +20,11 @@ client reconnects by itself on the next command once Redis is back.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-from ._base import (
-    MAX_CHAIN_LENGTH,
-    ItemDict,
-    PreviousResponseNotFound,
-    StoredResponse,
-    check_chain_length,
-    conversation_of,
-    decode_record,
-    encode_record,
-)
+from ._base import MAX_CHAIN_LENGTH, PreviousResponseNotFound, check_chain_length
+from ._encoded import EncodedStore
 from ._redis_server import DEFAULT_KEY_PREFIX, DEFAULT_SOCKET_TIMEOUT_SECONDS, RedisServer
-
-T = TypeVar("T")
-
 
 # A score for "used now": the server's clock in microseconds, but never at or below
 # the highest score already given, so the eviction order is strict.
@@ -105,7 +94,7 @@ return result
 )
 
 
-class RedisResponseStore:
+class RedisResponseStore(EncodedStore):
     """A ``ResponseStore`` in the Redis server at ``url`` (``redis://`` or ``rediss://``)."""
 
     def __init__(
@@ -130,14 +119,14 @@ class RedisResponseStore:
     def __repr__(self) -> str:
         return f"RedisResponseStore({self.display_url!r})"
 
-    async def put(self, record: StoredResponse) -> None:
+    async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         await self._server.call(
             lambda: self._put_script(
-                keys=[self._index, self._record_prefix + record.id],
+                keys=[self._index, self._record_prefix + response_id],
                 args=[
-                    record.id,
-                    record.previous_response_id or "",
-                    encode_record(record),
+                    response_id,
+                    previous_response_id or "",
+                    data,
                     self._ttl_ms(),
                     self.max_entries or 0,
                     self._record_prefix,
@@ -145,9 +134,8 @@ class RedisResponseStore:
             )
         )
 
-    async def get(self, response_id: str) -> StoredResponse | None:
-        data = await self._server.call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
-        return None if data is None else decode_record(data)
+    async def _get_encoded(self, response_id: str) -> bytes | str | None:
+        return await self._server.call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
 
     async def delete(self, response_id: str) -> bool:
         async def delete() -> Any:
@@ -159,7 +147,8 @@ class RedisResponseStore:
         deleted, _ = await self._server.call(delete)
         return bool(deleted)
 
-    async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
+    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
+        newest_first: list[bytes]
         status, missing, *newest_first = await self._server.call(
             lambda: self._chain_script(
                 keys=[self._index],
@@ -170,7 +159,7 @@ class RedisResponseStore:
             raise PreviousResponseNotFound(previous_response_id, missing.decode())
         if status == b"too_long":
             check_chain_length(previous_response_id, MAX_CHAIN_LENGTH + 1)
-        return conversation_of([decode_record(data) for data in reversed(newest_first)])
+        return newest_first
 
     async def aclose(self) -> None:
         await self._server.aclose()

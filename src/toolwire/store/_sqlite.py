@@ -19,21 +19,10 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from ._base import (
-    MAX_CHAIN_LENGTH,
-    ItemDict,
-    PreviousResponseNotFound,
-    StoredResponse,
-    check_chain_length,
-    conversation_of,
-    decode_record,
-    encode_record,
-)
+from ._base import MAX_CHAIN_LENGTH, PreviousResponseNotFound, check_chain_length
+from ._encoded import EncodedStore
 from ._sqlite_file import SQLiteFile, write_transaction
-
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -60,7 +49,7 @@ SELECT id, previous_response_id, record FROM chain ORDER BY depth
 """
 
 
-class SQLiteResponseStore:
+class SQLiteResponseStore(EncodedStore):
     """A ``ResponseStore`` in the SQLite file at ``path`` (created on first use).
 
     ``clock`` (seconds since the epoch) is injectable for tests; processes sharing a
@@ -84,15 +73,13 @@ class SQLiteResponseStore:
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
 
-    async def put(self, record: StoredResponse) -> None:
-        data = encode_record(record)
-
+    async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         def put(db: sqlite3.Connection) -> None:
             with write_transaction(db):
                 now = self._now(db)
                 db.execute(
                     "INSERT OR REPLACE INTO responses (id, previous_response_id, used_at, record) VALUES (?, ?, ?, ?)",
-                    (record.id, record.previous_response_id, now, data),
+                    (response_id, previous_response_id, now, data),
                 )
                 if self.ttl_seconds is not None:
                     db.execute("DELETE FROM responses WHERE used_at <= ?", (now - self.ttl_seconds,))
@@ -105,7 +92,7 @@ class SQLiteResponseStore:
 
         await self._file.run(put)
 
-    async def get(self, response_id: str) -> StoredResponse | None:
+    async def _get_encoded(self, response_id: str) -> bytes | None:
         def get(db: sqlite3.Connection) -> bytes | None:
             row = db.execute(
                 "SELECT record FROM responses WHERE id = ? AND used_at > ?",
@@ -113,8 +100,7 @@ class SQLiteResponseStore:
             ).fetchone()
             return None if row is None else bytes(row[0])
 
-        data = await self._file.run(get)
-        return None if data is None else decode_record(data)
+        return await self._file.run(get)
 
     async def delete(self, response_id: str) -> bool:
         def delete(db: sqlite3.Connection) -> bool:
@@ -123,7 +109,7 @@ class SQLiteResponseStore:
 
         return await self._file.run(delete)
 
-    async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
+    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
         def chain(db: sqlite3.Connection) -> list[bytes]:
             with write_transaction(db):
                 now = self._now(db)
@@ -144,8 +130,7 @@ class SQLiteResponseStore:
                 )
                 return [bytes(row[2]) for row in rows]
 
-        newest_first = await self._file.run(chain)
-        return conversation_of([decode_record(data) for data in reversed(newest_first)])
+        return await self._file.run(chain)
 
     async def aclose(self) -> None:
         await self._file.aclose()

@@ -14,8 +14,9 @@ from ._payloads import (
     ToolKind,
     ToolPayload,
     ToolSearchPayload,
+    decode_call,
 )
-from ._router import ToolHandler, ToolInvocation, ToolRouter, decode_call
+from ._router import ToolHandler, ToolInvocation, ToolRouter
 from ._stream import calls_from_stream
 
 __all__ = [

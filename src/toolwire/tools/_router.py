@@ -1,10 +1,11 @@
 """``ToolRouter``: registered tools, and completed call items turned into bound invocations.
 
 Only call items become calls (``function_call``, ``custom_tool_call`` and a
-client-executed ``tool_search_call``); a message whose text looks like a call never
-does. Binding a call either succeeds, or fails in one of two ways: an unknown tool is
-``RespondToModel`` (the model can read the error and choose again), a payload kind the
-handler does not accept is ``FatalRuntimeError`` (the turn stops).
+client-executed ``tool_search_call``: ``decode_call``, beside the payloads); a message
+whose text looks like a call never does. Binding a call either succeeds, or fails in
+one of two ways: an unknown tool is ``RespondToModel`` (the model can read the error
+and choose again), a payload kind the handler does not accept is ``FatalRuntimeError``
+(the turn stops).
 """
 
 from __future__ import annotations
@@ -12,28 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-import orjson
-
-from toolwire.protocol import (
-    CustomToolCallItem,
-    FunctionCallItem,
-    Item,
-    NamespaceTool,
-    ToolSearchCallItem,
-    ToolSpec,
-    parse_item,
-)
+from toolwire.protocol import Item, NamespaceTool, ToolSpec
 
 from ._errors import ConfigurationError, FatalRuntimeError, RespondToModel
 from ._names import ToolName
-from ._payloads import (
-    CustomPayload,
-    FunctionPayload,
-    ToolCall,
-    ToolKind,
-    ToolPayload,
-    ToolSearchPayload,
-)
+from ._payloads import ToolCall, ToolKind, ToolPayload, decode_call
 
 ContextT = TypeVar("ContextT")
 
@@ -60,34 +44,6 @@ class ToolInvocation(Generic[ContextT]):
 class _Registration:
     spec: ToolSpec
     handler: ToolHandler
-
-
-def decode_call(item: Item | dict[str, Any]) -> ToolCall | None:
-    """The call a completed item makes, or None if the item is not a local tool call.
-
-    A ``tool_search_call`` is a local call only when ``execution`` is ``"client"`` and it
-    has a ``call_id``; its arguments may arrive as an object or as a JSON string holding
-    one. Arguments that are not a JSON object raise ``RespondToModel``.
-    """
-    if isinstance(item, dict):
-        item = parse_item(item)
-    if isinstance(item, FunctionCallItem):
-        return ToolCall(ToolName(item.namespace, item.name), item.call_id, FunctionPayload(item.arguments))
-    if isinstance(item, CustomToolCallItem):
-        return ToolCall(ToolName(item.namespace, item.name), item.call_id, CustomPayload(item.input))
-    if isinstance(item, ToolSearchCallItem):
-        if item.execution != "client" or not item.call_id:
-            return None
-        arguments = item.arguments
-        if isinstance(arguments, str):
-            try:
-                arguments = orjson.loads(arguments)
-            except orjson.JSONDecodeError as exc:
-                raise RespondToModel(f"failed to parse tool_search arguments: {exc}") from exc
-        if not isinstance(arguments, dict):
-            raise RespondToModel("failed to parse tool_search arguments: expected a JSON object")
-        return ToolCall(ToolName(None, "tool_search"), item.call_id, ToolSearchPayload(arguments))
-    return None
 
 
 class ToolRouter:

@@ -6,8 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from toolwire.protocol import ResponseStreamReader
 
-from ._payloads import ToolCall
-from ._router import decode_call
+from ._payloads import ToolCall, decode_call
 
 
 def calls_from_stream(chunks: Iterable[bytes]) -> Iterator[ToolCall]:

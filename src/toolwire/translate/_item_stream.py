@@ -56,13 +56,7 @@ class ItemStreamTranslator(WrittenAnswer, ABC, Generic[OpenItemT]):
     wire's own kinds of open item (a message, reasoning, ...), besides calls."""
 
     def __init__(
-        self,
-        request: ResponsesRequest,
-        tools: UpstreamToolTable,
-        *,
-        response_id: str,
-        created_at: int,
-        model: str,
+        self, request: ResponsesRequest, tools: UpstreamToolTable, *, response_id: str, created_at: int, model: str
     ) -> None:
         self._writer = ResponsesEventWriter(request, response_id=response_id, created_at=created_at, model=model)
         self.conversions: list[str] = []

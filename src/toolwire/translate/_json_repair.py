@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 import orjson
@@ -50,26 +51,30 @@ def _dumps(value: Any) -> str | None:
         return None
 
 
+# A JSON string, quotes included, read from its opening quote: a backslash escapes the
+# next character; without its closing quote it runs to the end of the text, where a
+# backslash may be left dangling. What the repairs look for outside strings is matched
+# beside it, so that a scan never looks inside one.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*(?:(?P<closed>")|(?P<dangling>\\)?\Z)'
+_STRING_OR_BRACKET = re.compile(rf"{_STRING}|[\[\]{{}}]", re.DOTALL)
+_STRING_OR_TRAILING_COMMA = re.compile(rf"{_STRING}|(?P<comma>,)(?=\s*[}}\]])", re.DOTALL)
+
+
 def _close_json(text: str) -> str:
     """``text`` with an unclosed string, a dangling comma or colon, and open brackets closed."""
     closers: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            closers.append("}" if char == "{" else "]")
-        elif char in "}]" and closers and closers[-1] == char:
+    unclosed: re.Match[str] | None = None  # a string without its closing quote ends the text
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            if match["closed"] is None:
+                unclosed = match
+        elif token in "{[":
+            closers.append("}" if token == "{" else "]")
+        elif closers and closers[-1] == token:
             closers.pop()
-    if in_string:
-        text = (text[:-1] if escaped else text) + '"'
+    if unclosed is not None:
+        text = (text[:-1] if unclosed["dangling"] else text) + '"'
     text = text.rstrip()
     if text.endswith(","):
         text = text[:-1]
@@ -81,24 +86,4 @@ def _close_json(text: str) -> str:
 def _without_trailing_commas(text: str) -> str:
     """``text`` without the commas that end an object or array (``{"a": 1,}``); a comma
     inside a string is part of its value and stays."""
-    kept: list[str] = []
-    in_string = escaped = False
-    length = len(text)
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == ",":
-            after = index + 1
-            while after < length and text[after].isspace():
-                after += 1
-            if after < length and text[after] in "}]":
-                continue
-        kept.append(char)
-    return "".join(kept)
+    return _STRING_OR_TRAILING_COMMA.sub(lambda match: "" if match["comma"] else match.group(), text)

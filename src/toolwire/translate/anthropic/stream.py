@@ -82,13 +82,7 @@ class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking
     """Translate one Anthropic Messages stream into one Responses event stream."""
 
     def __init__(
-        self,
-        request: ResponsesRequest,
-        tools: UpstreamToolTable,
-        *,
-        response_id: str,
-        created_at: int,
-        model: str,
+        self, request: ResponsesRequest, tools: UpstreamToolTable, *, response_id: str, created_at: int, model: str
     ) -> None:
         super().__init__(request, tools, response_id=response_id, created_at=created_at, model=model)
         self._blocks: dict[int, _OpenItem] = {}  # by content block index, until the block stops

@@ -23,14 +23,8 @@ JSON = dict[str, Any]
 
 
 def translate_completion(
-    completion: JSON,
-    request: ResponsesRequest,
-    tools: UpstreamToolTable,
-    *,
-    response_id: str,
-    created_at: int,
-    model: str,
-    tool_call_text: str = "auto",
+    completion: JSON, request: ResponsesRequest, tools: UpstreamToolTable,
+    *, response_id: str, created_at: int, model: str, tool_call_text: str = "auto",
 ) -> JSON:
     """The Response object for ``completion`` (``status`` failed if it holds an ``error``);
     ``tool_call_text`` is the upstream's setting for calls written into the text."""

@@ -16,27 +16,30 @@ class BackendProfile:
     """Defaults suit a generic OpenAI-compatible server (vLLM, llama.cpp, most clouds)."""
 
     name: str = "generic"
-    # Field the backend reads reasoning from on assistant messages: "reasoning_content",
-    # "reasoning", or None to never send reasoning back.
     reasoning_field: str | None = "reasoning_content"
-    # Put the reasoning field on every assistant message ("" when there was none):
-    # DeepSeek's thinking mode rejects tool-call turns without it.
+    """The field the backend reads reasoning from on assistant messages:
+    ``reasoning_content``, ``reasoning``, or None to never send reasoning back."""
     reasoning_on_every_assistant: bool = False
-    # "max_tokens" or "max_completion_tokens".
+    """The reasoning field on every assistant message (``""`` when there was none):
+    DeepSeek's thinking mode rejects tool-call turns without it."""
     max_tokens_field: str = "max_tokens"
-    # Merge consecutive user messages (strict chat templates need alternating roles).
+    """``max_tokens`` or ``max_completion_tokens``."""
     merge_consecutive_user: bool = True
-    # The backend takes "tool_choice" / "parallel_tool_calls" / "response_format" / "reasoning_effort".
+    """Consecutive user messages merged (strict chat templates need alternating roles)."""
     supports_tool_choice: bool = True
+    """The backend takes ``tool_choice``."""
     supports_parallel_tool_calls: bool = True
+    """The backend takes ``parallel_tool_calls``."""
     supports_response_format: bool = True
+    """The backend takes ``response_format``."""
     supports_reasoning_effort: bool = True
-    # Ask for usage in the final chunk (stream_options.include_usage).
+    """The backend takes ``reasoning_effort``."""
     stream_usage: bool = True
-    # Tool calls the model wrote into the text (a server without a tool parser): which
-    # families' formats are recovered as calls, "auto" (all), "off", or one family
-    # (toolwire.translate.text_calls).
+    """Usage asked for in the final chunk (``stream_options.include_usage``)."""
     tool_call_text: ToolCallText = "auto"
+    """Tool calls the model wrote into the text (a server without a tool parser): which
+    families' formats are recovered as calls, ``"auto"`` (all), ``"off"``, or one family
+    (``toolwire.translate.text_calls``)."""
 
 
 GENERIC = BackendProfile()
