@@ -135,10 +135,14 @@ def test_ctrl_c_exits_130(server: ResponsesUpstream, tmp_path: Path) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
     helper = threading.Thread(target=press_ctrl_c)
+    # A terminal's Ctrl-C handling, whatever started the tests: a shell gives a background
+    # job SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     helper.start()
     try:
         result = agent(server, tmp_path, "--sandbox", "danger-full-access")
     finally:
         helper.join()
+        signal.signal(signal.SIGINT, before)
     assert (result.exit_code, result.stderr.splitlines()[-1], result.stdout) == (130, "error: interrupted.", "")
     assert wait_until_stopped(sent[0], timeout=5)
