@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from types import MappingProxyType
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from toolwire.errors import RequestError
 from toolwire.protocol import (
+    KNOWN_HISTORIES,
     CustomTool,
     FunctionTool,
     HostedTool,
@@ -347,3 +349,17 @@ def test_a_kept_catalog_is_never_given_to_other_tools_that_reuse_its_specs_memor
         assert [entry.tool_name for entry in ToolCatalog.from_request(request)] == [ToolName(f"ns{index}", f"f{index}")]
         del request
         TOOL_LISTS.clear()  # only the catalog cache may still hold the specs
+
+
+def test_a_continued_history_whose_tools_were_never_listed_is_read_for_them() -> None:
+    # The history the request continues was parsed, but no catalog was made of it (its
+    # request failed before that, e.g. on an unknown model): its items are walked too.
+    KNOWN_HISTORIES.clear()
+    declared = function(f"alpha_{uuid.uuid4().hex}")
+    first = [{"type": "additional_tools", "role": "developer", "tools": [declared]}, {"role": "user", "content": "hi"}]
+    head = {"model": "m", "stream": True}
+    parse_request(orjson.dumps({**head, "input": first, "prompt_cache_key": "t"}))
+    request = parse_request(orjson.dumps({**head, "input": [*first, {"role": "user", "content": "more"}], "prompt_cache_key": "t"}))
+    link = request.history()
+    assert link is not None and link.known == 2  # it did continue the first body's history
+    assert ToolName(None, declared["name"]) in ToolCatalog.from_request(request)
