@@ -1,5 +1,5 @@
 """Shared fixtures: one scripted Chat upstream, one scripted Messages API, and a real
-gateway process in front of each, per session.
+gateway process in front of each, per session; one scripted Responses server.
 
 Under CI (``TOOLWIRE_CI=1``) every skip fails (``tests/support/no_skips.py``).
 Each test gets the upstream reset (empty script, nothing recorded, OpenAI style), so
@@ -16,6 +16,7 @@ from hypothesis import settings
 from tests.support.chat_upstream import ChatUpstream
 from tests.support.gateway import GatewayProcess
 from tests.support.messages_upstream import MessagesUpstream
+from tests.support.responses_upstream import ResponsesUpstream
 
 # No time limit per example: a deadline is a timing assertion, and this machine is shared.
 settings.register_profile("toolwire", deadline=None)
@@ -38,6 +39,20 @@ def upstream(_session_upstream: ChatUpstream) -> Iterator[ChatUpstream]:
     _session_upstream.reasoning_field = None
     yield _session_upstream
     _session_upstream.reset()
+
+
+@pytest.fixture(scope="session")
+def _session_responses_upstream() -> Iterator[ResponsesUpstream]:
+    with ResponsesUpstream() as server:
+        yield server
+
+
+@pytest.fixture
+def responses_upstream(_session_responses_upstream: ResponsesUpstream) -> Iterator[ResponsesUpstream]:
+    """The scripted Responses server (a backend, or the model the agent talks to), reset."""
+    _session_responses_upstream.reset()
+    yield _session_responses_upstream
+    _session_responses_upstream.reset()
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,7 @@
-"""Fixtures for the agent tests: one scripted Responses server, reset for each test."""
+"""Fixtures for the agent tests: the scripted Responses server (``server``), a tool context."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,9 @@ from tests.support.responses_upstream import ResponsesUpstream
 from toolwire.agent import Policy, Sandbox, ToolContext
 
 
-@pytest.fixture(scope="session")
-def _session_server() -> Iterator[ResponsesUpstream]:
-    with ResponsesUpstream() as server:
-        yield server
-
-
 @pytest.fixture
-def server(_session_server: ResponsesUpstream) -> Iterator[ResponsesUpstream]:
-    _session_server.reset()
-    yield _session_server
-    _session_server.reset()
+def server(responses_upstream: ResponsesUpstream) -> ResponsesUpstream:
+    return responses_upstream
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -20,17 +19,9 @@ from toolwire.agent import ScriptedResponse, assistant_message, function_call
 from toolwire.cli import app
 
 
-@pytest.fixture(scope="module")
-def _module_server() -> Iterator[ResponsesUpstream]:
-    with ResponsesUpstream() as server:
-        yield server
-
-
 @pytest.fixture
-def server(_module_server: ResponsesUpstream) -> Iterator[ResponsesUpstream]:
-    _module_server.reset()
-    yield _module_server
-    _module_server.reset()
+def server(responses_upstream: ResponsesUpstream) -> ResponsesUpstream:
+    return responses_upstream
 
 
 def agent(server: ResponsesUpstream, cwd: Path, *options: str) -> Result:

@@ -5,7 +5,6 @@ tests/server/test_compaction*.py run the same through the real gateway process."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,17 +115,9 @@ async def test_a_stored_item_whose_key_is_lost_is_named_by_the_id_that_continues
 # ---------------------------------------------------------------- a Responses backend that compacts itself
 
 
-@pytest.fixture(scope="module")
-def _native_server() -> Iterator[ResponsesUpstream]:
-    with ResponsesUpstream() as server:
-        yield server
-
-
 @pytest.fixture
-def native(_native_server: ResponsesUpstream) -> Iterator[ResponsesUpstream]:
-    _native_server.reset()
-    yield _native_server
-    _native_server.reset()
+def native(responses_upstream: ResponsesUpstream) -> ResponsesUpstream:
+    return responses_upstream
 
 
 def native_config(native: ResponsesUpstream) -> GatewayConfig:

@@ -145,17 +145,9 @@ async def test_chat_recovers_calls_written_as_text_unless_told_not_to(
 # ---------------------------------------------------------------- responses
 
 
-@pytest.fixture(scope="module")
-def responses_server() -> Any:
-    with ResponsesUpstream() as server:
-        yield server
-
-
 @pytest.fixture
-def responses(responses_server: ResponsesUpstream) -> Any:
-    responses_server.reset()
-    yield responses_server
-    responses_server.reset()
+def responses(responses_upstream: ResponsesUpstream) -> ResponsesUpstream:
+    return responses_upstream
 
 
 CUSTOM = {"type": "custom", "name": "apply_patch", "description": "edit"}
