@@ -18,6 +18,7 @@ from tests.translate.chat.shapes import (
     function_output,
     user,
 )
+from tests.translate.offered import FREEFORM, RAW_INPUT
 from toolwire.errors import RequestError
 
 from .test_messages import REDACTED, signed, thinking
@@ -27,16 +28,6 @@ JSON = dict[str, Any]
 CACHED = "cache_control breakpoints on tools, system and the latest turn"
 EPHEMERAL = {"type": "ephemeral"}
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-RAW_INPUT = {
-    "type": "object",
-    "properties": {"input": {"type": "string", "description": "The raw text input: not JSON, not wrapped in markdown code fences."}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-FREEFORM = (
-    "This is a freeform tool: pass its whole input as the string argument `input`. `input` is the raw text "
-    "itself (for example the patch, or the JavaScript source), NOT JSON and NOT wrapped in markdown code fences."
-)
 MCP = {
     "type": "namespace",
     "name": "mcp",

@@ -9,22 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.translate.offered import FREEFORM, RAW_INPUT
 from toolwire.errors import RequestError
 from toolwire.translate import PRESETS
 
 from .shapes import EXEC_COMMAND, TOOL_SEARCH, translate
 
 JSON = dict[str, Any]
-RAW_INPUT = {
-    "type": "object",
-    "properties": {"input": {"type": "string", "description": "The raw text input: not JSON, not wrapped in markdown code fences."}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-FREEFORM = (
-    "This is a freeform tool: pass its whole input as the string argument `input`. `input` is the raw text "
-    "itself (for example the patch, or the JavaScript source), NOT JSON and NOT wrapped in markdown code fences."
-)
 MCP = {
     "type": "namespace",
     "name": "mcp",
