@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import select
+import termios
 from pathlib import Path
 
 import pytest
@@ -120,7 +121,29 @@ async def test_terminal_approver_declines_without_a_terminal(tmp_path: Path) -> 
     prompts = io.StringIO()
     approver = TerminalApprover(prompts, tty_path=str(tmp_path / "missing" / "tty"))
     assert await approver(REQUEST) is False
-    assert "no terminal to ask on: declined" in prompts.getvalue()
+    assert prompts.getvalue() == (
+        "approval needed: exec_command wants to run `make` in /src\nno terminal to ask on: declined\n"
+    )
+
+
+async def test_the_question_on_the_terminal_is_exactly_allow_once() -> None:
+    controller, terminal = os.openpty()
+    try:
+        attributes = termios.tcgetattr(terminal)
+        attributes[3] &= ~termios.ECHO  # what the terminal shows is then only the question
+        termios.tcsetattr(terminal, termios.TCSANOW, attributes)
+        os.write(controller, b"n\n")
+        assert await TerminalApprover(io.StringIO(), tty_path=os.ttyname(terminal))(REQUEST) is False
+        question = b"Allow once? [y/N] "
+        shown = b""
+        while len(shown) < len(question):
+            ready, _, _ = select.select([controller], [], [], 2.0)
+            assert ready, f"no question on the terminal: {shown!r}"
+            shown += os.read(controller, 4096)
+        assert shown == question
+    finally:
+        os.close(controller)
+        os.close(terminal)
 
 
 def answered_on_a_terminal(typed: bytes) -> bool:
