@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import io
 import os
 import select
@@ -146,13 +148,34 @@ async def test_the_question_on_the_terminal_is_exactly_allow_once() -> None:
         os.close(terminal)
 
 
+def test_by_default_the_question_goes_to_the_controlling_terminal() -> None:
+    """In a process whose controlling terminal is a pseudo-terminal, an approver made
+    without a path asks there and reads the answer typed there."""
+    approver = TerminalApprover(io.StringIO())
+    controller, terminal = os.openpty()
+    pid = os.fork()
+    if pid == 0:  # the child: a session of its own, with the pseudo-terminal as its terminal
+        try:
+            os.close(controller)
+            os.setsid()
+            fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)
+            os._exit(0 if asyncio.run(approver(REQUEST)) else 1)
+        except BaseException:
+            os._exit(2)
+    os.close(terminal)
+    try:
+        os.write(controller, b"y\n")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(controller)
+    assert os.waitstatus_to_exitcode(status) == 0, "the answer typed on the terminal was not read"
+
+
 def answered_on_a_terminal(typed: bytes) -> bool:
     controller, terminal = os.openpty()
     try:
         os.write(controller, typed)
         approver = TerminalApprover(io.StringIO(), tty_path=os.ttyname(terminal))
-        import asyncio
-
         return asyncio.run(approver(REQUEST))
     finally:
         os.close(controller)
