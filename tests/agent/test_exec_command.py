@@ -218,9 +218,10 @@ def test_output_capture_edges(limit: int, chunks: list[bytes], expected: str) ->
 
 async def test_a_shell_that_exits_while_a_background_process_holds_its_output(full_access: ToolContext) -> None:
     """The shell's exit ends the call (its exit code, what was written by then), not the
-    background process that still has the output pipe."""
+    background process that still has the output pipe. (The shell lives a moment longer
+    than its start, so that its exit is seen while the output is being read.)"""
     output = await asyncio.wait_for(
-        ExecCommand().run({"cmd": "(sleep 600; echo late) & echo $!; echo now", "timeout_ms": 30_000}, full_access),
+        ExecCommand().run({"cmd": "(sleep 600; echo late) & echo $!; sleep 0.2; echo now", "timeout_ms": 30_000}, full_access),
         RETURNS_WITHIN,
     )
     text = str(output.content)
