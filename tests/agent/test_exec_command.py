@@ -275,3 +275,11 @@ async def test_a_working_directory_that_is_gone(tmp_path: Path) -> None:
     assert refused.value.message == (
         f"exec_command could not start the command: [Errno 2] No such file or directory: {gone!r}"
     )
+
+
+async def test_without_bash_the_command_runs_in_sh(full_access: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without /bin/bash (a minimal container): the command runs in /bin/sh."""
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda path: path != "/bin/bash" and real_exists(path))
+    output = await ExecCommand().run({"cmd": 'echo "$0"'}, full_access)  # the shell's own name
+    assert output.success and str(output.content).endswith("Output:\n/bin/sh\n")
