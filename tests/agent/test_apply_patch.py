@@ -390,6 +390,12 @@ def test_parsed_names_and_lines_keep_their_text() -> None:
         # an empty last line the file lacks, on both sides of the change
         ("a\nb\n", [Chunk(None, ("a", "b", ""), ("A", "b", ""))], "A\nb\n"),
         ("a\nb\n", [Chunk(None, ("b", ""), ("B",))], "a\nB\n"),
+        # several lines matched together after the first line, each at its own place
+        ("a\nb\nc\n", [Chunk(None, ("b", "c"), ("B", "C"))], "a\nB\nC\n"),
+        # two additions at the end of the file keep the order of their chunks, whatever they say
+        ("x\n", [Chunk(None, (), ("z",)), Chunk(None, (), ("a",))], "x\nz\na\n"),
+        # a change that adds a line, then an addition at the end: the addition stays last
+        ("a\nb\n", [Chunk(None, ("a",), ("A1", "A2")), Chunk(None, (), ("end",))], "A1\nA2\nb\nend\n"),
     ],
 )
 def test_update_text_more(original: str, chunks: list[Chunk], expected: str) -> None:
@@ -415,6 +421,11 @@ async def test_files_that_cannot_be_read_as_text(full_access: ToolContext) -> No
     assert binary.value.message == f"{root.resolve() / 'binary.bin'} is not a UTF-8 text file\nNothing was changed."
     await ApplyPatch().run(patch("*** Update File: crlf.txt", "-two", "+2"), full_access)
     assert (root / "crlf.txt").read_bytes() == b"one\n2\n"
+    with pytest.raises(RespondToModel) as under_a_file:
+        await ApplyPatch().run(patch("*** Add File: binary.bin/inside.txt", "+x"), full_access)
+    assert under_a_file.value.message == (
+        f"cannot read {root.resolve() / 'binary.bin' / 'inside.txt'}: Not a directory\nNothing was changed."
+    )
 
 
 async def test_approval_names_every_path_it_would_edit(tmp_path: Path) -> None:
@@ -496,3 +507,69 @@ async def test_a_context_line_that_is_not_there_is_an_error_even_alone(full_acce
     with pytest.raises(RespondToModel) as refused:
         await ApplyPatch().run(patch("*** Update File: a.py", "@@ def g():"), full_access)
     assert refused.value.message == "cannot update a.py: context line not found: 'def g():'\nNothing was changed."
+
+
+def test_a_disk_that_fills_up_while_writing_leaves_no_half_written_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.txt").write_text("old a\n")
+    real_write_bytes = Path.write_bytes
+
+    def write_bytes(self: Path, data: bytes) -> int:
+        if self.name.startswith(".b.txt."):
+            with self.open("wb") as half:
+                half.write(data[:1])
+            raise OSError(28, "No space left on device")
+        return real_write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    with pytest.raises(OSError, match="No space left on device"):
+        commit({tmp_path / "a.txt": "new a\n", tmp_path / "new" / "b.txt": "new b\n"})
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.txt"]
+    assert (tmp_path / "a.txt").read_text() == "old a\n"
+
+
+def test_a_rollback_that_fails_too_still_raises_the_error_that_started_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a rename has failed, every later step of the file system fails as well (a
+    disk that went away): what the caller sees is still the first error."""
+    (tmp_path / "a.txt").write_text("old a\n")
+    (tmp_path / "b.txt").write_text("old b\n")
+    real_replace = os.replace
+    renames = 0
+
+    def replace(source: Any, target: Any) -> None:
+        nonlocal renames
+        renames += 1
+        if renames == 4:  # a aside, b aside, a installed, then b fails
+            raise OSError(28, "No space left on device")
+        if renames > 4:
+            raise OSError(5, "Input/output error")
+        real_replace(source, target)
+
+    def fail(self: Path, *args: Any, **kwargs: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(Path, "unlink", fail)
+    monkeypatch.setattr(Path, "rmdir", fail)
+    with pytest.raises(OSError) as failed:
+        commit({tmp_path / "a.txt": "new a\n", tmp_path / "b.txt": "new b\n", tmp_path / "new" / "c.txt": "c\n"})
+    monkeypatch.undo()
+    assert (failed.value.errno, failed.value.strerror) == (28, "No space left on device")
+
+
+def test_an_old_copy_that_cannot_be_removed_does_not_undo_the_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.txt").write_text("old a\n")
+
+    def fail(self: Path, *args: Any, **kwargs: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(Path, "unlink", fail)
+    commit({tmp_path / "a.txt": "new a\n"})
+    monkeypatch.undo()
+    assert (tmp_path / "a.txt").read_text() == "new a\n"

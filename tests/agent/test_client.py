@@ -3,6 +3,8 @@ waits, how often it retries, which proxy it goes through, and what its errors sa
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -101,3 +103,29 @@ async def test_the_proxy_comes_from_the_process_environment_by_default(
         with pytest.raises(UpstreamError, match="Cannot reach the upstream"):  # told: no proxy
             await read(client)
     assert len(proxy.requests) == 1
+
+
+async def test_a_connect_that_hangs_gives_up_after_the_connect_timeout_given() -> None:
+    """A listening socket that accepts nothing: once its queue is full, a new connection
+    hangs in the handshake, as an unreachable host does. The endpoint's own default (10 s)
+    would outlast the bound."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(4):
+                filler = socket.socket()
+                filler.setblocking(False)
+                fillers.append(filler)
+                with pytest.raises(BlockingIOError):
+                    filler.connect(("127.0.0.1", port))
+            url = f"http://127.0.0.1:{port}/v1"
+            async with HttpResponsesClient(url, connect_timeout=0.3, retry=RetryPolicy(attempts=1)) as client:
+                with pytest.raises(UpstreamError) as failed:
+                    await asyncio.wait_for(read(client), 5)
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert failed.value.message.startswith(f"Cannot reach the upstream at {url}: ")

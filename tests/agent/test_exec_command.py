@@ -218,9 +218,10 @@ def test_output_capture_edges(limit: int, chunks: list[bytes], expected: str) ->
 
 async def test_a_shell_that_exits_while_a_background_process_holds_its_output(full_access: ToolContext) -> None:
     """The shell's exit ends the call (its exit code, what was written by then), not the
-    background process that still has the output pipe."""
+    background process that still has the output pipe. (The shell lives a moment longer
+    than its start, so that its exit is seen while the output is being read.)"""
     output = await asyncio.wait_for(
-        ExecCommand().run({"cmd": "(sleep 600; echo late) & echo $!; echo now", "timeout_ms": 30_000}, full_access),
+        ExecCommand().run({"cmd": "(sleep 600; echo late) & echo $!; sleep 0.2; echo now", "timeout_ms": 30_000}, full_access),
         RETURNS_WITHIN,
     )
     text = str(output.content)
@@ -274,3 +275,11 @@ async def test_a_working_directory_that_is_gone(tmp_path: Path) -> None:
     assert refused.value.message == (
         f"exec_command could not start the command: [Errno 2] No such file or directory: {gone!r}"
     )
+
+
+async def test_without_bash_the_command_runs_in_sh(full_access: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without /bin/bash (a minimal container): the command runs in /bin/sh."""
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda path: path != "/bin/bash" and real_exists(path))
+    output = await ExecCommand().run({"cmd": 'echo "$0"'}, full_access)  # the shell's own name
+    assert output.success and str(output.content).endswith("Output:\n/bin/sh\n")

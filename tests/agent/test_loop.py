@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.responses_upstream import HttpError, ResponsesUpstream
+from tests.support.responses_upstream import Events, HttpError, ResponsesUpstream
 from toolwire.agent import (
     AgentEvent,
     AgentLoop,
@@ -395,3 +395,24 @@ async def test_calls_come_only_from_completed_items(full_access: ToolContext) ->
     assert (result.answer, result.turns) == ("", 1)
     assert sleeper.log == []
     assert [item.type for item in result.history] == ["message"]
+
+
+@pytest.mark.parametrize(
+    ("terminal", "message"),
+    [
+        ({"type": "response.failed", "response": {"status": "failed", "error": "overloaded"}}, "The response failed: no reason given."),
+        ({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": "cut"}},
+         "The response is incomplete: no reason given."),
+        ({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {}}},
+         "The response is incomplete: no reason given."),
+        ({"type": "response.incomplete", "response": {"status": "incomplete"}}, "The response is incomplete: no reason given."),
+    ],
+)  # fmt: skip
+async def test_a_response_that_ends_without_a_readable_reason(
+    server: ResponsesUpstream, full_access: ToolContext, terminal: dict[str, Any], message: str
+) -> None:
+    server.enqueue(Events([{**terminal, "sequence_number": 0}]))
+    async with HttpResponsesClient(server.base_url) as client:
+        with pytest.raises(UpstreamError) as ended:
+            await agent(client, full_access).run("go")
+    assert ended.value.message == message

@@ -299,3 +299,27 @@ async def test_by_default_four_calls_run_at_once() -> None:
     release.set()
     result, _, _ = await asyncio.wait_for(run, 20)
     assert result.answer == "done" and len(running) == 6
+
+
+async def test_when_a_call_crashes_the_others_have_finished_stopping_before_the_run_ends() -> None:
+    """A tool that takes a while to stop when cancelled (as exec_command waits for its
+    killed processes): the run raises only once it has stopped."""
+    stopped: list[str] = []
+
+    class SlowToStop(FunctionToolHandler):
+        spec = FunctionTool(type="function", name="slow", parameters={"type": "object"})
+
+        async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.05)  # cleaning up
+                stopped.append("slow")
+                raise
+            return ToolOutput("never")
+
+    replies = [ScriptedResponse([function_call("slow", "{}", "c0"), echo("", "c1", crash=True)])]
+    async with asyncio.timeout(20):
+        with pytest.raises(FatalRuntimeError, match="tool echo failed"):
+            await run_loop(replies, tools=router(Echo(), SlowToStop()))
+        assert stopped == ["slow"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import io
 import os
 import select
+import termios
 from pathlib import Path
 
 import pytest
@@ -120,7 +123,52 @@ async def test_terminal_approver_declines_without_a_terminal(tmp_path: Path) -> 
     prompts = io.StringIO()
     approver = TerminalApprover(prompts, tty_path=str(tmp_path / "missing" / "tty"))
     assert await approver(REQUEST) is False
-    assert "no terminal to ask on: declined" in prompts.getvalue()
+    assert prompts.getvalue() == (
+        "approval needed: exec_command wants to run `make` in /src\nno terminal to ask on: declined\n"
+    )
+
+
+async def test_the_question_on_the_terminal_is_exactly_allow_once() -> None:
+    controller, terminal = os.openpty()
+    try:
+        attributes = termios.tcgetattr(terminal)
+        attributes[3] &= ~termios.ECHO  # what the terminal shows is then only the question
+        termios.tcsetattr(terminal, termios.TCSANOW, attributes)
+        os.write(controller, b"n\n")
+        assert await TerminalApprover(io.StringIO(), tty_path=os.ttyname(terminal))(REQUEST) is False
+        question = b"Allow once? [y/N] "
+        shown = b""
+        while len(shown) < len(question):
+            ready, _, _ = select.select([controller], [], [], 2.0)
+            assert ready, f"no question on the terminal: {shown!r}"
+            shown += os.read(controller, 4096)
+        assert shown == question
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
+def test_by_default_the_question_goes_to_the_controlling_terminal() -> None:
+    """In a process whose controlling terminal is a pseudo-terminal, an approver made
+    without a path asks there and reads the answer typed there."""
+    approver = TerminalApprover(io.StringIO())
+    controller, terminal = os.openpty()
+    pid = os.fork()
+    if pid == 0:  # the child: a session of its own, with the pseudo-terminal as its terminal
+        try:
+            os.close(controller)
+            os.setsid()
+            fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)
+            os._exit(0 if asyncio.run(approver(REQUEST)) else 1)
+        except BaseException:
+            os._exit(2)
+    os.close(terminal)
+    try:
+        os.write(controller, b"y\n")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(controller)
+    assert os.waitstatus_to_exitcode(status) == 0, "the answer typed on the terminal was not read"
 
 
 def answered_on_a_terminal(typed: bytes) -> bool:
@@ -128,8 +176,6 @@ def answered_on_a_terminal(typed: bytes) -> bool:
     try:
         os.write(controller, typed)
         approver = TerminalApprover(io.StringIO(), tty_path=os.ttyname(terminal))
-        import asyncio
-
         return asyncio.run(approver(REQUEST))
     finally:
         os.close(controller)

@@ -102,6 +102,11 @@ def test_the_defaults_an_item_without_an_id_and_an_item_of_another_type() -> Non
     assert response_events(ScriptedResponse([bare_custom]))[3]["delta"] == ""
     odd_message = {"type": "message", "role": "assistant", "content": ["not a part", {"type": "refusal"}]}
     assert response_events(ScriptedResponse([odd_message]))[3]["delta"] == ""
+    two_parts = assistant_message("Hello, ")
+    two_parts["content"].append({**two_parts["content"][0], "text": "world."})
+    assert response_events(ScriptedResponse([two_parts]))[3]["delta"] == "Hello, world."
+    no_content = {"type": "message", "role": "assistant"}
+    assert response_events(ScriptedResponse([no_content]))[3]["delta"] == ""
 
 
 def test_a_failed_and_an_incomplete_reply() -> None:

@@ -105,10 +105,10 @@ def commit(changes: Mapping[Path, str | None]) -> None:
                 continue
             _make_parents(target.parent, created_dirs)
             temporary = target.with_name(f".{target.name}.{token}.new")
+            staged[target] = temporary  # before writing: a write that fails halfway is removed too
             temporary.write_bytes(content.encode("utf-8"))
             with contextlib.suppress(OSError):
                 os.chmod(temporary, target.stat().st_mode)
-            staged[target] = temporary
         for target in changes:
             if target.exists():
                 aside = target.with_name(f".{target.name}.{token}.old")
