@@ -348,6 +348,13 @@ def test_a_tool_declared_again_in_additional_tools_is_sent_once() -> None:
         "input": [{"type": "additional_tools", "role": "developer", "tools": [read, write]}, {"role": "user", "content": "hi"}],
     }
     assert tool_names(downgrade(body).body["tools"]) == [("function", "read"), ("function", "write")]
+    mcp = {"type": "namespace", "name": "mcp", "description": "", "tools": [read]}
+    body = {
+        "model": "m",
+        "tools": [mcp],
+        "input": [{"type": "additional_tools", "role": "developer", "tools": [{**mcp, "tools": [read, write]}]}, {"role": "user", "content": "hi"}],
+    }
+    assert tool_names(downgrade(body).body["tools"]) == [("function", "mcp__read"), ("function", "mcp__write")]
 
 
 def test_a_backend_with_custom_tools_but_no_namespaces_gets_them_flattened() -> None:
