@@ -533,8 +533,16 @@ FOREIGN_BLOB = "gAAAAABoOpaqueOpenAIBlob=="
         ),
         (reasoning(summary="**Step 0**"), "**Step 0**"),
         (reasoning(summary="summary", encrypted_content=FOREIGN_BLOB), "summary"),
+        (
+            {"type": "reasoning", "id": "rs_parts", "summary": [], "content": [{"type": "reasoning_text", "text": "one "}, {"type": "reasoning_text", "text": "two"}]},
+            "one two",
+        ),
+        (
+            {"type": "reasoning", "id": "rs_summaries", "summary": [{"type": "summary_text", "text": "first"}, {"type": "summary_text", "text": "second"}]},
+            "first\n\nsecond",
+        ),
     ],
-    ids=["content", "envelope", "summary", "foreign-blob"],
+    ids=["content", "envelope", "summary", "foreign-blob", "content-parts", "summaries"],
 )
 def test_reasoning_rides_on_the_following_assistant_message(
     item: dict[str, Any], expected: str
