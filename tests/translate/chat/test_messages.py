@@ -644,3 +644,19 @@ def test_items_without_chat_meaning_are_skipped() -> None:
     ]
 
 
+
+
+def test_a_history_that_starts_with_a_call() -> None:
+    messages = conversation(function_call("c1", "exec_command", "{}"), function_output("c1", "ok"), user("next"))
+    assert [(m["role"], m.get("tool_calls", [{}])[0].get("id"), m.get("content")) for m in messages] == [
+        ("assistant", "c1", ""),
+        ("tool", None, "ok"),
+        ("user", None, "next"),
+    ]
+
+
+def test_a_refusal_in_a_system_message_is_dropped_with_a_warning() -> None:
+    system = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}, {"type": "refusal", "refusal": "no"}]}
+    translated = translate({"input": [system, user("hi")]})
+    assert translated.chat["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert translated.warnings == ["system message parts dropped (text only): refusal at input[0].content[1]"]
