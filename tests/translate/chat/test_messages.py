@@ -660,3 +660,9 @@ def test_a_refusal_in_a_system_message_is_dropped_with_a_warning() -> None:
     translated = translate({"input": [system, user("hi")]})
     assert translated.chat["messages"][0] == {"role": "system", "content": "Be brief."}
     assert translated.warnings == ["system message parts dropped (text only): refusal at input[0].content[1]"]
+
+
+def test_a_user_message_keeps_output_text_parts_as_text() -> None:
+    replayed = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}, {"type": "output_text", "text": "two"}]}
+    translated = translate({"input": [replayed]})
+    assert (translated.chat["messages"], translated.warnings) == ([{"role": "user", "content": "one\n\ntwo"}], [])
