@@ -3,19 +3,25 @@
     python scripts/mutation.py PACKAGE...            # e.g. tools translate
     python scripts/mutation.py --changed BASE_REV    # only the modules changed since BASE_REV
     python scripts/mutation.py --changed HEAD^ --budget 420   # what CI runs (scripts/test.sh)
-    python scripts/mutation.py translate/anthropic   # a part of a package, while working on it
+    python scripts/mutation.py translate.chat        # one declared part of a package
+    python scripts/mutation.py translate/anthropic   # any subfolder or module, while working on it
 
 A package is a folder of ``src/toolwire`` (``tools``) or a top-level module (``cli``).
-A part of one is a subfolder or a module of it (``translate/anthropic``,
-``translate/writer``), run with the whole package's tests; its report is printed and
-written to ``.cache/mutation/<package>-<part>.md`` only: a package's result in
-``mutation/`` comes from a run over all of it.
+A package too large for one run to be repeated while working on it is reported in the
+parts declared in ``PARTS`` (``translate.chat``, ``translate.shared``): each part is run
+with the whole package's tests and its result written to ``mutation/<package>.<part>.md``;
+the parts together must cover every module of the package exactly once (checked before
+each run), and naming the package runs each of its parts in turn.
+Any subfolder or module (``translate/anthropic``, ``translate/writer``) can also be run
+with the whole package's tests while working on it; that report is printed and written to
+``.cache/mutation/<package>-<part>.md`` only.
 Each run happens in a scratch copy of the repository (``.cache/mutation/<label>/``, with
 a ``[tool.mutmut]`` section added to its ``pyproject.toml``), so the work tree and its
 ``pyproject.toml`` are never touched. mutmut first runs the package's tests once to learn
 which tests reach which function, then runs each mutant against those tests only.
 
-For packages, the result goes to ``mutation/<package>.md``: the command, the date, the
+For packages and parts, the result goes to ``mutation/<package>.md`` (or
+``mutation/<package>.<part>.md``): the command, the date, the
 counts, the score, and every surviving mutant, each either matched by an entry of
 ``mutation/equivalent.toml`` (a mutant that changes no behaviour, with the reason) or
 listed as "not killed". With ``--changed`` the report is printed and written to
@@ -68,6 +74,17 @@ EXTRA_TESTS: dict[str, list[str]] = {
     "codex_config": ["tests/test_codex_config.py"],
     "demo": ["tests/test_demo.py"],
     "errors": ["tests/server", "tests/protocol"],
+}
+
+# Packages reported in parts: part name -> glob patterns relative to the package's folder
+# (``*.py`` is the modules at its top only; subfolders are parts of their own).
+PARTS: dict[str, dict[str, list[str]]] = {
+    "translate": {
+        "shared": ["*.py"],
+        "chat": ["chat/*.py"],
+        "responses": ["responses/*.py"],
+        "anthropic": ["anthropic/*.py"],
+    },
 }
 
 # Modules never mutated: the agent's terminal UI and the demo (issue #21 exempts them).
@@ -155,8 +172,34 @@ def package_files(package: str) -> list[str]:
     raise SystemExit(f"no package or module named {package!r} in src/toolwire")
 
 
+def part_files(package: str, part: str) -> list[str]:
+    """The modules of a declared part, after checking that the parts cover the package."""
+    parts = PARTS.get(package, {})
+    if part not in parts:
+        raise SystemExit(f"{package!r} has no part {part!r}; its parts: {', '.join(parts) or 'none'}")
+    check_parts(package)
+    folder = SOURCE / package
+    return sorted(str(path.relative_to(ROOT)) for pattern in parts[part] for path in folder.glob(pattern))
+
+
+def check_parts(package: str) -> None:
+    """Every module of the package (but the excluded ones) in exactly one of its parts."""
+    folder = SOURCE / package
+    modules = {path for path in folder.rglob("*.py") if str(path.relative_to(ROOT)) not in EXCLUDED}
+    placed = Counter(
+        path for patterns in PARTS[package].values() for pattern in patterns for path in folder.glob(pattern)
+    )
+    unplaced = sorted(str(path.relative_to(ROOT)) for path in modules - placed.keys())
+    doubled = sorted(str(path.relative_to(ROOT)) for path, times in placed.items() if times > 1)
+    if unplaced or doubled:
+        raise SystemExit(
+            f"the parts of {package!r} in PARTS ({__file__}) must cover each of its modules once: "
+            f"in no part: {', '.join(unplaced) or 'none'}; in more than one: {', '.join(doubled) or 'none'}"
+        )
+
+
 def known_tests(package: str) -> list[str]:
-    package = package.partition("/")[0]  # a part of a package is run with all its tests
+    package = re.split(r"[/.]", package)[0]  # a part of a package is run with all its tests
     paths = [f"tests/{package}"] if (ROOT / "tests" / package).is_dir() else []
     return paths + EXTRA_TESTS.get(package, [])
 
@@ -392,7 +435,8 @@ def judge_change(outcome: Outcome, packages: list[str], fail_under: float) -> in
     for package in packages:
         part = outcome.of_package(package)
         committed = committed_scores(package)
-        held = bool(committed) and min(committed) >= fail_under
+        complete = len(committed) == max(1, len(PARTS.get(package, {})))  # every part reported
+        held = complete and min(committed) >= fail_under
         if part.total == 0:
             print(f"mutation: {package}: none of the change's mutants ran within the budget: not judged")
             continue
@@ -447,12 +491,26 @@ def main(argv: list[str] | None = None) -> int:
             print(report)
             failed |= outcome.score < args.fail_under
             continue
+        name, _, part = package.partition(".")
+        if part or name in PARTS:
+            # A package reported in parts: the part named, or each of them in turn.
+            for part_name in [part] if part else list(PARTS[name]):
+                label = f"{name}.{part_name}"
+                modules = part_files(name, part_name)
+                outcome = run(label, modules, tests_for(name), f"scripts/mutation.sh {label}", args.jobs)
+                failed |= write_report(label, outcome, args.fail_under)
+            continue
         outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
-        (RESULTS / f"{package}.md").write_text(render(outcome, args.fail_under))
-        print(f"{package}: {outcome.score:.1f} % killed ({outcome.killed} of {outcome.total}, "
-              f"{outcome.equivalent} equivalent) in {outcome.seconds:.0f} s -> mutation/{package}.md")
-        failed |= outcome.score < args.fail_under
+        failed |= write_report(package, outcome, args.fail_under)
     return 1 if failed else 0
+
+
+def write_report(label: str, outcome: Outcome, fail_under: float) -> bool:
+    """Writes ``mutation/<label>.md`` and says whether the score is under the bar."""
+    (RESULTS / f"{label}.md").write_text(render(outcome, fail_under))
+    print(f"{label}: {outcome.score:.1f} % killed ({outcome.killed} of {outcome.total}, "
+          f"{outcome.equivalent} equivalent) in {outcome.seconds:.0f} s -> mutation/{label}.md")
+    return outcome.score < fail_under
 
 
 if __name__ == "__main__":

@@ -77,6 +77,10 @@ def call(arguments: str, name: str = "get_weather", finish_reason: str = "tool_c
         ("{'city': 'Paris', 'ok': True}", '{"city":"Paris","ok":true}', REPAIRED),
         ("['a']", '["a"]', REPAIRED),
         ('{"code": "f(a,]", "b": 1,}', '{"code":"f(a,]","b":1}', REPAIRED),
+        # JSON's own literals (no Python literal reads them): only the comma removal repairs
+        ('{"a": true, "b": [1, 2,], "s": "x,}", }', '{"a":true,"b":[1,2],"s":"x,}"}', REPAIRED),
+        ('{"q": "say \\"hi,\\" ]", "n": [null,],}', '{"q":"say \\"hi,\\" ]","n":[null]}', REPAIRED),
+        ('{"q": "a\\",]", "n": [null,],}', '{"q":"a\\",]","n":[null]}', REPAIRED),
         ("'just a string'", "{}", REPLACED),
         ("nothing", "{}", REPLACED),
         ('{"a": NaN', "{}", REPLACED),

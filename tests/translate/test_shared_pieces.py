@@ -152,3 +152,19 @@ def test_a_hashed_flat_name_that_is_taken_is_salted_until_free() -> None:
     ]
     names = [tool["function"]["name"] for tool in translate({"tools": tools, "input": "hi"}).chat["tools"]]
     assert names == ["a__b__c", "a__b__c_57a76311", "a__b__c_d78accbf", "a__b__c_8edac892"]
+
+
+def test_a_stream_cut_before_its_end_still_counts_the_usage_reported_so_far() -> None:
+    usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    cut = run([chunk(content="Hel"), {**chunk(content="lo"), "usage": usage}], end=None)
+    so_far = cut.translator.response
+    assert (so_far["status"], so_far["usage"]) == (
+        "in_progress",
+        {
+            "input_tokens": 12,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": 3,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        },
+    )

@@ -266,3 +266,19 @@ def test_text_after_a_finished_tool_loop_starts_the_next_turn() -> None:
         'call arguments that are not a JSON object sent as {"arguments": text}: input[4]',
         "assistant message parts dropped (text only): input_image at input[8].content[0]",
     ]
+
+
+def test_a_turns_results_and_the_next_user_message_are_one_user_message() -> None:
+    sent = translate(
+        {
+            "tools": TOOLS,
+            "input": [user("go"), function_call("c1", "exec_command", "{}"), function_output("c1", "ok"), user("next"), assistant("done")],
+        }
+    ).body["messages"]
+    assert [(message["role"], [block["type"] for block in message["content"]]) for message in sent] == [
+        ("user", ["text"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result", "text"]),
+        ("assistant", ["text"]),
+    ]
+    assert sent[2]["content"][1]["text"] == "next"

@@ -250,6 +250,12 @@ def test_completion_chunks_index_the_tool_calls() -> None:
     assert chat["choices"][0]["message"]["tool_calls"][0].get("index") is None  # input untouched
 
 
+def test_a_completion_whose_choices_are_not_a_list_is_read_as_having_none() -> None:
+    usage = {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}
+    assert completion_chunks({"choices": None, "usage": usage}) == [{"object": "chat.completion.chunk", "usage": usage}]
+    assert completion_chunks({"choices": {"index": 0}}) == []
+
+
 def test_sdk_create_and_parse_read_the_response() -> None:
     chat = completion(
         {

@@ -122,3 +122,13 @@ def test_fields_a_backend_cannot_take_are_not_forwarded() -> None:
     ]
 
 
+
+
+def test_the_effort_is_sent_whatever_reasoning_fields_come_before_it() -> None:
+    translated = translate({"input": "hi", "reasoning": {"context": "all", "summary": None, "effort": "low"}})
+    assert (translated.chat.get("reasoning_effort"), translated.warnings) == ("low", [])
+
+
+def test_a_plain_text_format_is_the_default_and_loses_nothing() -> None:
+    translated = translate({"input": "hi", "text": {"format": {"type": "text"}}})
+    assert ("response_format" in translated.chat, translated.warnings) == (False, [])

@@ -533,8 +533,16 @@ FOREIGN_BLOB = "gAAAAABoOpaqueOpenAIBlob=="
         ),
         (reasoning(summary="**Step 0**"), "**Step 0**"),
         (reasoning(summary="summary", encrypted_content=FOREIGN_BLOB), "summary"),
+        (
+            {"type": "reasoning", "id": "rs_parts", "summary": [], "content": [{"type": "reasoning_text", "text": "one "}, {"type": "reasoning_text", "text": "two"}]},
+            "one two",
+        ),
+        (
+            {"type": "reasoning", "id": "rs_summaries", "summary": [{"type": "summary_text", "text": "first"}, {"type": "summary_text", "text": "second"}]},
+            "first\n\nsecond",
+        ),
     ],
-    ids=["content", "envelope", "summary", "foreign-blob"],
+    ids=["content", "envelope", "summary", "foreign-blob", "content-parts", "summaries"],
 )
 def test_reasoning_rides_on_the_following_assistant_message(
     item: dict[str, Any], expected: str
@@ -636,3 +644,25 @@ def test_items_without_chat_meaning_are_skipped() -> None:
     ]
 
 
+
+
+def test_a_history_that_starts_with_a_call() -> None:
+    messages = conversation(function_call("c1", "exec_command", "{}"), function_output("c1", "ok"), user("next"))
+    assert [(m["role"], m.get("tool_calls", [{}])[0].get("id"), m.get("content")) for m in messages] == [
+        ("assistant", "c1", ""),
+        ("tool", None, "ok"),
+        ("user", None, "next"),
+    ]
+
+
+def test_a_refusal_in_a_system_message_is_dropped_with_a_warning() -> None:
+    system = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}, {"type": "refusal", "refusal": "no"}]}
+    translated = translate({"input": [system, user("hi")]})
+    assert translated.chat["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert translated.warnings == ["system message parts dropped (text only): refusal at input[0].content[1]"]
+
+
+def test_a_user_message_keeps_output_text_parts_as_text() -> None:
+    replayed = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}, {"type": "output_text", "text": "two"}]}
+    translated = translate({"input": [replayed]})
+    assert (translated.chat["messages"], translated.warnings) == ([{"role": "user", "content": "one\n\ntwo"}], [])

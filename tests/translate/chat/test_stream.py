@@ -1559,3 +1559,9 @@ def test_any_chunk_sequence_gives_a_valid_stream(pieces: list[tuple[str, Any]], 
             chunks.append(chunk(**{"reasoning_content" if kind == "reasoning" else kind: value}))
     result = run(chunks, end="finish" if end == "finish" else "transport cut")
     verify(result.events)
+
+
+def test_reasoning_in_think_tags_is_sent_as_soon_as_no_closing_tag_can_be_starting() -> None:
+    events = run([chunk(content="<think>abc"), chunk(content="d</thi"), chunk(content="nk>hi"), finish("stop")]).events
+    deltas = [event["delta"] for event in events if event["type"] == "response.reasoning_text.delta"]
+    assert deltas == ["abc", "d"]

@@ -326,3 +326,56 @@ def test_table_maps_both_ways() -> None:
     )
     assert table.by_tool_name(ToolName("collaboration", "list_agents")) is not None
     assert len(table) == 9
+
+
+def test_everything_is_every_capability() -> None:
+    assert ResponsesCapabilities.everything() == ResponsesCapabilities(
+        supports_additional_tools=True,
+        supports_custom_tools=True,
+        supports_namespaces=True,
+        supports_tool_search=True,
+        supports_hosted_tools=True,
+        supports_compaction=True,
+    )
+
+
+def test_a_tool_declared_again_in_additional_tools_is_sent_once() -> None:
+    read = {"type": "function", "name": "read", "parameters": {"type": "object", "properties": {}}}
+    write = {**read, "name": "write"}
+    body = {
+        "model": "m",
+        "tools": [read],
+        "input": [{"type": "additional_tools", "role": "developer", "tools": [read, write]}, {"role": "user", "content": "hi"}],
+    }
+    assert tool_names(downgrade(body).body["tools"]) == [("function", "read"), ("function", "write")]
+    mcp = {"type": "namespace", "name": "mcp", "description": "", "tools": [read]}
+    body = {
+        "model": "m",
+        "tools": [mcp],
+        "input": [{"type": "additional_tools", "role": "developer", "tools": [{**mcp, "tools": [read, write]}]}, {"role": "user", "content": "hi"}],
+    }
+    assert tool_names(downgrade(body).body["tools"]) == [("function", "mcp__read"), ("function", "mcp__write")]
+
+
+def test_a_backend_with_custom_tools_but_no_namespaces_gets_them_flattened() -> None:
+    mcp = {"type": "namespace", "name": "mcp", "description": "", "tools": [{"type": "custom", "name": "run"}]}
+    body = {
+        "model": "m",
+        "tools": [mcp, {"type": "tool_search", "execution": "client"}],
+        "tool_choice": {"type": "custom", "namespace": "mcp", "name": "run"},
+        "input": [
+            {"type": "custom_tool_call", "call_id": "c1", "namespace": "mcp", "name": "run", "input": "ls"},
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+        ],
+    }
+    downgraded = downgrade(body, ResponsesCapabilities(supports_custom_tools=True))
+    assert downgraded.body["input"] == [
+        {"type": "custom_tool_call", "call_id": "c1", "name": "mcp__run", "input": "ls"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+    ]
+    assert downgraded.body["tool_choice"] == {"type": "custom", "name": "mcp__run"}
+    assert downgraded.conversions == [
+        "namespaced calls flattened",
+        "namespace tools flattened",
+        "client tool_search sent as a function",
+    ]

@@ -5,6 +5,7 @@ failures the restorer writes itself; a whole answer.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -201,3 +202,170 @@ def test_a_whole_answer_is_restored_under_the_clients_model() -> None:
         assert (whole["tools"], whole["tool_choice"], whole["previous_response_id"]) == ([MCP, SEARCH], "auto", "resp_prev")
         assert translator.conversions == ["custom run restored", "namespace mcp restored"]
     assert restorer(None).fail("boom")[-1]["response"]["model"] == "client-model"
+
+
+def restorer_for(body: JSON, caps: ResponsesCapabilities, model: str | None = None) -> ResponsesStreamRestorer:
+    downgraded = downgrade_request(parse_request(orjson.dumps(body)), caps)
+    return ResponsesStreamRestorer(downgraded, response_id="resp_gw", created_at=7, model=model)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def test_a_restored_calls_id_comes_from_the_backends_or_from_its_call_id() -> None:
+    run = {key: value for key, value in RUN_DONE.items() if key != "id"}
+    output = [
+        {**run, "id": "fc_", "call_id": "c1"},
+        {**run, "id": "abcd", "call_id": "c2"},
+        {**run, "id": "fc u/2", "call_id": "c3"},
+        {**run, "call_id": "c4"},
+        {**run, "id": "", "call_id": "c5"},
+        {key: value for key, value in FIND.items() if key != "id"},
+    ]
+    whole = restorer().translate_whole(backend_response("completed", output))
+    assert [(item["id"], item["call_id"]) for item in whole["output"]] == [
+        ("ctc_fc_", "c1"),
+        ("ctc_abcd", "c2"),
+        (f"ctc_{sha('fc u/2')}", "c3"),
+        (f"ctc_{sha('c4')}", "c4"),
+        (f"ctc_{sha('c5')}", "c5"),
+        (f"tsc_{sha('call_4')}", "call_4"),
+    ]
+
+
+def test_a_backend_with_namespaces_gets_each_namespaces_custom_tool_back() -> None:
+    body = {
+        "model": "client-model",
+        "input": "hi",
+        "tools": [
+            {"type": "namespace", "name": ns, "description": "", "tools": [{"type": "custom", "name": "run"}]}
+            for ns in ("mcp", "fs")
+        ],
+    }
+    translator = restorer_for(body, ResponsesCapabilities(supports_namespaces=True))
+    calls = [
+        {"id": f"fc_{ns}", "type": "function_call", "status": "completed", "call_id": f"call_{ns}", "namespace": ns, "name": "run", "arguments": f'{{"input":"{ns}"}}'}
+        for ns in ("mcp", "fs")
+    ]
+    whole = translator.translate_whole(backend_response("completed", calls))
+    assert whole["output"] == [
+        {"id": f"ctc_{ns}", "type": "custom_tool_call", "status": "completed", "call_id": f"call_{ns}", "name": "run", "namespace": ns, "input": ns}
+        for ns in ("mcp", "fs")
+    ]
+    assert translator.conversions == ["custom run restored", "custom run restored"]
+
+
+def test_items_that_are_no_calls_or_need_no_restoring_pass_untouched() -> None:
+    mcp_call = {"id": "mcp_1", "type": "mcp_call", "server_label": "s", "name": "read", "arguments": "{}", "output": "x"}
+    search_without_arguments = {key: value for key, value in FIND.items() if key != "arguments"}
+    read_with_null_namespace = {**READ, "namespace": None}
+    run_with_odd_arguments = {**RUN_DONE, "arguments": 5}
+    translator = restorer()
+    whole = translator.translate_whole(
+        backend_response("completed", [mcp_call, search_without_arguments, read_with_null_namespace, run_with_odd_arguments])
+    )
+    assert whole["output"] == [
+        mcp_call,
+        FIND_RESTORED,
+        READ_RESTORED,
+        {**RUN_RESTORED, "input": ""},
+    ]
+    assert translator.conversions == [
+        "tool_search call restored",
+        "namespace mcp restored",
+        "custom run restored",
+        "namespace mcp restored",
+    ]
+
+
+def test_the_response_before_and_after_the_backends_lifecycle_events() -> None:
+    translator = restorer()
+    before = translator.response
+    assert (before["id"], before["status"], before["output"], before["created_at"]) == ("resp_gw", "in_progress", [], 7)
+    translator.feed({"type": "response.created", "response": backend_response("in_progress")})
+    assert (translator.response["created_at"], translator.response["status"]) == (100, "in_progress")
+    translator.feed({"type": "response.output_item.added", "output_index": 0, "item": READ})
+    translator.feed({"type": "response.output_item.done", "output_index": 0, "item": READ})
+    translator.feed({"type": "response.output_item.done", "output_index": "x", "item": {"type": "message"}})
+    assert translator.response["output"] == [READ_RESTORED]
+    completed = {key: value for key, value in backend_response("completed").items() if key != "output"}
+    final = translator.feed({"type": "response.completed", "response": completed})[-1]["response"]
+    assert (final["status"], final["created_at"], final["output"]) == ("completed", 100, [READ_RESTORED])
+
+
+def test_custom_call_input_comes_from_the_arguments_done_the_deltas_or_the_done_item() -> None:
+    translator = restorer()
+    out: list[Any] = []
+    for event in [
+        {"type": "response.created", "response": backend_response("in_progress")},
+        # the whole arguments only in .done (no deltas), an unrelated event before the item's end
+        {"type": "response.output_item.added", "output_index": 0, "item": RUN_ADDED},
+        {"type": "response.function_call_arguments.done", "output_index": 0, "arguments": '{"input":"print(1)"}'},
+        {"type": "response.some_future_event", "output_index": 0},
+        {"type": "response.output_item.done", "output_index": 0, "item": RUN_DONE},
+        # deltas split inside the string, a .done without its arguments
+        {"type": "response.output_item.added", "output_index": 1, "item": {**RUN_ADDED, "id": "fc_b"}},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": '{"input":"pri'},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": 'nt(2)"}'},
+        {"type": "response.function_call_arguments.done", "output_index": 1},
+        {"type": "response.output_item.done", "output_index": 1, "item": {**RUN_DONE, "id": "fc_b", "arguments": '{"input":"print(2)"}'}},
+        # no arguments events at all: the input comes from the done item
+        {"type": "response.output_item.added", "output_index": 2, "item": {**RUN_ADDED, "id": "fc_c"}},
+        {"type": "response.output_item.done", "output_index": 2, "item": {**RUN_DONE, "id": "fc_c", "arguments": '{"input":"print(3)"}'}},
+        # a tool search's arguments events are the restored call's business: none reach the client
+        {"type": "response.output_item.added", "output_index": 3, "item": {**FIND, "status": "in_progress", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "output_index": 3, "delta": "{}"},
+        {"type": "response.function_call_arguments.done", "output_index": 3, "arguments": "{}"},
+        {"type": "response.output_item.done", "output_index": 3, "item": {**FIND, "arguments": "{}"}},
+    ]:
+        out += translator.feed(event)
+    assert [(event["type"], event.get("output_index"), event.get("delta", event.get("input"))) for event in readable(out)[1:]] == [
+        ("response.output_item.added", 0, None),
+        ("response.custom_tool_call_input.delta", 0, "print(1)"),
+        ("response.custom_tool_call_input.done", 0, "print(1)"),
+        ("response.some_future_event", 0, None),
+        ("response.output_item.done", 0, None),
+        ("response.output_item.added", 1, None),
+        ("response.custom_tool_call_input.delta", 1, "print(2)"),
+        ("response.custom_tool_call_input.done", 1, "print(2)"),
+        ("response.output_item.done", 1, None),
+        ("response.output_item.added", 2, None),
+        ("response.custom_tool_call_input.delta", 2, "print(3)"),
+        ("response.custom_tool_call_input.done", 2, "print(3)"),
+        ("response.output_item.done", 2, None),
+        ("response.output_item.added", 3, None),
+        ("response.output_item.done", 3, None),
+    ]
+
+
+def test_a_raw_custom_input_is_noted_once_and_odd_arguments_events_pass() -> None:
+    translator = restorer()
+    out: list[Any] = []
+    whole = {**RUN_DONE, "arguments": "print(4)"}
+    for event in [
+        {"type": "response.created", "response": backend_response("in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**whole, "status": "in_progress"}},
+        {"type": "response.function_call_arguments.done", "output_index": 0, "arguments": "print(4)"},
+        {"type": "response.output_item.done", "output_index": 0, "item": whole},
+        # a plain function's .done without a name, one naming a custom tool at an unknown
+        # index, and one whose index is no number: all relayed as they are
+        {"type": "response.function_call_arguments.done", "output_index": 5, "item_id": "fc_u3", "arguments": "{}"},
+        {"type": "response.function_call_arguments.done", "output_index": 6, "item_id": "fc_u9", "arguments": "{}", "name": "mcp__run"},
+        {"type": "response.function_call_arguments.delta", "output_index": [0], "item_id": "fc_u9", "delta": "{"},
+    ]:
+        out += translator.feed(event)
+    assert [event.get("delta", event.get("input")) for event in out if event["type"].startswith("response.custom_tool_call_input")] == ["print(4)", "print(4)"]
+    assert readable(out)[-3:] == [
+        {"type": "response.function_call_arguments.done", "output_index": 5, "item_id": "fc_u3", "arguments": "{}"},
+        {"type": "response.function_call_arguments.done", "output_index": 6, "item_id": "fc_u9", "arguments": "{}", "name": "mcp__run"},
+        {"type": "response.function_call_arguments.delta", "output_index": [0], "item_id": "fc_u9", "delta": "{"},
+    ]
+    assert translator.conversions == ["custom run restored", "namespace mcp restored", "custom input was raw text"]
+
+
+def test_the_restored_response_repeats_the_clients_request_and_model() -> None:
+    body = {"model": "client-model", "input": "hi", "temperature": 0.3, "top_p": 0.5, "tools": [MCP]}
+    translator = restorer_for(body, ResponsesCapabilities(), model="gateway-alias")
+    whole = translator.translate_whole(backend_response("completed", [READ]))
+    assert (whole["model"], whole["temperature"], whole["top_p"], whole["output"]) == ("gateway-alias", 0.3, 0.5, [READ_RESTORED])

@@ -157,7 +157,7 @@ class ResponsesStreamRestorer(WrittenAnswer):
     def _on_lifecycle(self, event: JSON) -> None:
         """created / in_progress / ... and the terminal events: the Response object restored."""
         response = self._echo(event["response"])
-        output = response.get("output")
+        output = event["response"].get("output")  # before _echo, which makes a missing one []
         terminal = event["type"] in TERMINAL_EVENT_TYPES
         if isinstance(output, list):
             response["output"] = [
