@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import shutil
 import stat
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,18 @@ def test_capture_needs_a_sane_size() -> None:
         CaptureObserver("/tmp/unused", max_bytes=0)
 
 
+@pytest.fixture
+def stack_room() -> Iterator[None]:
+    """Room for the redactor's walk of a value nested as deep as orjson writes (255), also
+    when mutation testing runs it: mutmut's trampolines put three more frames under every
+    call of a mutated function, and the walk recurses once per level."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5000))
+    yield
+    sys.setrecursionlimit(limit)
+
+
+@pytest.mark.usefixtures("stack_room")
 def test_a_record_that_cannot_be_redacted_is_captured_without_its_traffic(tmp_path: Path) -> None:
     deep = b'{"model":"m","input":' + b"[" * 253 + b'{"api_key":"k"}' + b"]" * 253 + b"}"
     capture = CaptureObserver(tmp_path)
