@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.hostile_upstream import HostileUpstream, prompt
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
@@ -282,3 +284,30 @@ def test_the_table_reads_its_limits_from_the_configuration(monkeypatch: pytest.M
     monkeypatch.setattr(_connections, "_table", None)
     monkeypatch.delenv(CONFIG_ENV)
     assert _connections.process_table().limits.header_timeout == 10.0  # no configuration: the defaults
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_client_that_stops_reading_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endless stream to a client that takes nothing: once the socket's buffers are full
+    the gateway waits ``client_send_timeout``, then drops the client, which cancels the
+    upstream request."""
+    with HostileUpstream() as hostile:
+        config = chat_config(f"http://127.0.0.1:{hostile.port}/v1", **BOUNDS, client_send_timeout=0.5)
+        monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+        async with uvicorn_serving(gateway_app(config), config.server) as (url, _):
+            served = Served(url)
+            body = orjson.dumps({"model": "m", "input": prompt("endless-text"), "stream": True})
+            sock = socket.create_connection(("127.0.0.1", served.port))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                before = await served.tripped()
+                sock.sendall(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                closed = await asyncio.to_thread(hostile.closed.wait_for_first, 60)  # nothing read
+                after = await served.tripped()
+                answers = await served.get("/healthz")
+            finally:
+                sock.close()
+                await served.close_all()
+    assert closed.behaviour == "endless-text"
+    assert grew(before, after, "client_send_timeout") == 1
+    assert status_of(answers) == 200
