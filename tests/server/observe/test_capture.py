@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+import fcntl
 import logging
+import os
+import re
 import shutil
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,7 +129,11 @@ def test_a_failing_capture_is_logged_and_never_raises(tmp_path: Path, caplog: py
     shutil.rmtree(directory)
     with caplog.at_level(logging.WARNING, logger="toolwire.capture"):
         capture.finished(exchange("resp_2"))
-    assert "could not capture resp_2" in caplog.text
+    [warning] = [record for record in caplog.records if record.name == "toolwire.capture"]
+    assert re.fullmatch(
+        rf"could not capture resp_2 in {re.escape(str(directory))}: \[Errno 2\] No such file or directory: .*",
+        warning.getMessage(),
+    ), warning.getMessage()
     directory.mkdir()
     capture.finished(exchange("resp_3"))  # and it recovers
     capture.close()
@@ -150,6 +159,38 @@ def test_credential_fields_are_redacted(tmp_path: Path) -> None:
     assert record["upstream_request"]["extra_headers"] == {"Authorization": REDACTED}
     assert record["upstream_chunks"][0]["choices"][0]["delta"]["content"] == f"the password is {REDACTED}"
     assert record["error"] == f"upstream said: bad key {REDACTED}"
+
+
+def test_a_file_is_filled_to_its_size_exactly(tmp_path: Path) -> None:
+    size = len(RecordEncoder(Redactor()).redacted(exchange("resp_1"))) + 1
+    capture = CaptureObserver(tmp_path, max_bytes=2 * size)
+    for request_id in ("resp_1", "resp_2", "resp_3"):
+        capture.finished(exchange(request_id))
+    capture.close()
+    per_file = [[orjson.loads(line)["request_id"] for line in path.read_bytes().splitlines()]
+                for path in sorted(tmp_path.glob("*.jsonl"))]
+    assert per_file == [["resp_1", "resp_2"], ["resp_3"]]
+
+
+def test_a_file_is_named_by_its_utc_start_and_the_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # local time nine hours off UTC
+    time.tzset()
+    try:
+        before = datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None)
+        capture = CaptureObserver(tmp_path)
+        capture.finished(exchange("resp_1"))
+        path = capture.path
+        assert path is not None and capture._fd is not None
+        flags, fd_flags = fcntl.fcntl(capture._fd, fcntl.F_GETFL), fcntl.fcntl(capture._fd, fcntl.F_GETFD)
+        capture.close()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    named = re.fullmatch(rf"exchanges-(\d{{8}}T\d{{6}})\d{{6}}Z-{os.getpid()}\.jsonl", path.name)
+    assert named, path.name
+    started = datetime.datetime.strptime(named[1], "%Y%m%dT%H%M%S")
+    assert before <= started <= datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    assert flags & os.O_APPEND and fd_flags & fcntl.FD_CLOEXEC  # appends whole lines; no child inherits it
 
 
 def test_capture_needs_a_sane_size() -> None:
