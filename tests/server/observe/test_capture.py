@@ -193,9 +193,21 @@ def test_a_file_is_named_by_its_utc_start_and_the_process(tmp_path: Path, monkey
     assert flags & os.O_APPEND and fd_flags & fcntl.FD_CLOEXEC  # appends whole lines; no child inherits it
 
 
-def test_capture_needs_a_sane_size() -> None:
-    with pytest.raises(ValueError):
-        CaptureObserver("/tmp/unused", max_bytes=0)
+@pytest.mark.parametrize(("max_bytes", "keep"), [(0, 1), (1, 0)])
+def test_capture_needs_a_sane_size(tmp_path: Path, max_bytes: int, keep: int) -> None:
+    with pytest.raises(ValueError, match=r"^max_bytes must be positive and keep at least 1$"):
+        CaptureObserver(tmp_path, max_bytes=max_bytes, keep=keep)
+
+
+def test_the_smallest_capture_and_its_private_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "not" / "there" / "yet"
+    capture = CaptureObserver(directory, max_bytes=1, keep=1)
+    assert capture.path is None  # nothing written yet
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    for request_id in ("resp_1", "resp_2"):
+        capture.finished(exchange(request_id))
+    capture.close()
+    assert [record["request_id"] for record in records(directory)] == ["resp_2"]  # one file of one record
 
 
 @pytest.fixture
