@@ -311,3 +311,44 @@ async def test_a_client_that_stops_reading_is_dropped(monkeypatch: pytest.Monkey
     assert closed.behaviour == "endless-text"
     assert grew(before, after, "client_send_timeout") == 1
     assert status_of(answers) == 200
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_newcomer_over_the_cap_is_served_when_room_is_made_before_its_head(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepted while every place was busy, it would be told 503 when its head arrives; but
+    a place came free meanwhile, so it is served."""
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
+    stream = b'{"model": "m", "input": "hold", "stream": true}'
+    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
+    async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
+        held = [await served.connect(held_request) for _ in range(2)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        newcomer = await served.connect()  # over the cap, its head not sent yet
+        held[0].close()
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)  # its place is free
+        await newcomer.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        held[1].close()
+    assert status_of(answer) == 200, answer
+
+
+def test_the_busy_answer_is_json_that_says_when_to_retry() -> None:
+    """What uvicorn is handed for a request that finds every place busy (``_refuse_busy``)."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(_connections._refuse_busy({}, None, send))
+    start, body = sent
+    headers = {name.lower(): value.lower() for name, value in start["headers"]}
+    assert start["status"] == 503 and body["body"] == _connections._BUSY_BODY
+    assert headers == {
+        b"content-type": b"application/json",
+        b"content-length": str(len(_connections._BUSY_BODY)).encode(),
+        b"retry-after": b"1",
+        b"connection": b"close",
+    }
