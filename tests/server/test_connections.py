@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import re
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -118,6 +119,14 @@ def status_of(answer: bytes) -> int:
     return int(match[1])
 
 
+def header_names(answer: bytes) -> list[str]:
+    """The names of an answer's headers, each line checked to be ``name: value``."""
+    head = answer.partition(b"\r\n\r\n")[0].decode()
+    lines = head.split("\r\n")[1:]
+    assert all(re.fullmatch(r"[a-z-]+: \S.*", line) for line in lines), lines
+    return sorted(line.partition(":")[0] for line in lines)
+
+
 def error_of(answer: bytes) -> dict[str, Any]:
     error: dict[str, Any] = orjson.loads(answer.partition(b"\r\n\r\n")[2])["error"]
     return error
@@ -141,6 +150,7 @@ async def test_a_head_that_does_not_arrive_in_time(upstream: ChatUpstream, monke
         after = await served.tripped()
     assert status_of(answer) == 408
     assert b"\r\nconnection: close\r\n" in answer.lower() and b"content-type: application/json" in answer
+    assert header_names(answer) == ["connection", "content-length", "content-type", "date", "server"]
     assert error_of(answer) == {
         "message": "The request head did not arrive within 0.5 s (client_header_timeout).",
         "type": "invalid_request_error", "param": None, "code": "request_timeout",
@@ -168,16 +178,21 @@ async def test_a_head_too_large(upstream: ChatUpstream, monkeypatch: pytest.Monk
 async def test_a_body_that_stops_arriving(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch) as served:
         before = await served.tripped()
+        started = time.monotonic()
         client = await served.connect(REQUEST_HEAD + b"Content-Length: 100\r\n\r\n" + b'{"model"')
         answer = await client.until_closed()
+        waited = time.monotonic() - started
         after = await served.tripped()
     assert status_of(answer) == 408
     message = error_of(answer)["message"]
-    assert re.fullmatch(
-        r"The request body arrived too slowly: 8 bytes in \d+ s, the last \d+ s ago "
+    said = re.fullmatch(
+        r"The request body arrived too slowly: 8 bytes in (\d+) s, the last (\d+) s ago "
         r"\(client_body_timeout 0\.5 s, client_body_min_rate 1 bytes/s\)\.",
         message,
-    ), message
+    )
+    assert said, message
+    # Both spans are within what this test waited (not a bound on how long it took).
+    assert int(said[1]) <= round(waited) + 1 and int(said[2]) <= int(said[1])
     assert grew(before, after, "client_body_timeout") == 1
     assert upstream.requests == []
 
