@@ -367,3 +367,30 @@ def test_the_busy_answer_is_json_that_says_when_to_retry() -> None:
         b"retry-after": b"1",
         b"connection": b"close",
     }
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_websocket_asked_for_when_every_place_is_busy_is_told_to_retry(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
+    stream = b'{"model": "m", "input": "hold", "stream": true}'
+    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
+    handshake = (
+        b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
+        held = [await served.connect(held_request) for _ in range(2)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        refused = await served.connect(handshake)
+        answer = await refused.until_closed()
+        for client in held:
+            client.close()
+    assert status_of(answer) == 503
+    assert b"\r\nretry-after: 1\r\n" in answer and b"\r\nconnection: close\r\n" in answer
+    assert error_of(answer) == {
+        "message": "The gateway has as many connections as it allows (max_connections), all busy; retry in 1 s.",
+        "type": "service_unavailable", "param": None, "code": "gateway_busy",
+    }  # fmt: skip

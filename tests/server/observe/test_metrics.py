@@ -17,6 +17,7 @@ from tests.support.observed import (
     observed_client,
     observed_config,
 )
+from toolwire.protocol import KNOWN_HISTORIES, parse_request
 from toolwire.server._exchange import Exchange
 from toolwire.server.observe._metrics import (
     OTHER,
@@ -236,3 +237,14 @@ def test_every_family_with_its_type_help_and_labels() -> None:
         for name in ("toolwire_request_duration_seconds", "toolwire_time_to_first_token_seconds")
     }
     assert buckets == {"toolwire_request_duration_seconds": LATENCY_BUCKETS, "toolwire_time_to_first_token_seconds": TTFT_BUCKETS}
+
+
+def test_the_history_cache_as_the_process_keeps_it() -> None:
+    body = {"model": "m", "input": [{"type": "message", "role": "user", "content": f"turn {n}"} for n in range(3)]}
+    parse_request(orjson.dumps(body))
+    found = scrape(MetricsObserver())
+    assert KNOWN_HISTORIES.weight > 0
+    assert value(found, "toolwire_history_cache_entries") == len(KNOWN_HISTORIES)
+    assert value(found, "toolwire_history_cache_bytes") == KNOWN_HISTORIES.weight
+    assert value(found, "toolwire_history_continued_total") == KNOWN_HISTORIES.continued
+    assert value(found, "toolwire_history_learned_total") == KNOWN_HISTORIES.learned
