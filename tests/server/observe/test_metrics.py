@@ -248,3 +248,24 @@ def test_the_history_cache_as_the_process_keeps_it() -> None:
     assert value(found, "toolwire_history_cache_bytes") == KNOWN_HISTORIES.weight
     assert value(found, "toolwire_history_continued_total") == KNOWN_HISTORIES.continued
     assert value(found, "toolwire_history_learned_total") == KNOWN_HISTORIES.learned
+
+
+def test_requests_and_tokens_by_client_key_name() -> None:
+    observer = MetricsObserver(max_label_values=2)
+    usage = {"input_tokens": 7, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 1}}
+    observer.finished(exchange("resp_1", key_name="alice", usage=usage))
+    observer.finished(exchange("resp_2", key_name="alice", status=429, outcome="error", error="slow", error_kind="RateLimited"))
+    observer.finished(exchange("resp_3", key_name="static"))
+    observer.finished(exchange("resp_4", key_name="carol"))  # past the cap of names
+    observer.finished(exchange("resp_5"))  # a gateway without keys: not counted by key
+    found = scrape(observer)
+    requests = {labels: count for (name, labels), count in found.items() if name == "toolwire_key_requests_total"}
+    assert requests == {
+        frozenset({("key", "alice"), ("model", "m"), ("status", "200")}): 1,
+        frozenset({("key", "alice"), ("model", "m"), ("status", "429")}): 1,
+        frozenset({("key", "static"), ("model", "m"), ("status", "200")}): 1,
+        frozenset({("key", OTHER), ("model", "m"), ("status", "200")}): 1,
+    }
+    tokens = {dict(labels)["kind"]: count for (name, labels), count in found.items() if name == "toolwire_key_tokens_total"}
+    assert tokens == {"input": 7, "output": 3, "reasoning": 1}
+    assert value(found, "toolwire_key_tokens_total", key="alice", model="m", kind="input") == 7
