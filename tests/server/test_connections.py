@@ -394,3 +394,16 @@ async def test_a_websocket_asked_for_when_every_place_is_busy_is_told_to_retry(
         "message": "The gateway has as many connections as it allows (max_connections), all busy; retry in 1 s.",
         "type": "service_unavailable", "param": None, "code": "gateway_busy",
     }  # fmt: skip
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_kept_alive_connection_waiting_for_its_next_request_makes_room(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        kept = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await asyncio.wait_for(kept.reader.readuntil(b'{"status":"ok"}'), 30)
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        assert await kept.until_closed() == b"", "the idle kept-alive one was closed to make room"
+    assert status_of(first) == 200 and status_of(answer) == 200

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,8 +51,11 @@ def only(lines: list[JSON]) -> JSON:
 async def test_a_whole_answer(upstream: ChatUpstream, exchange_log: list[JSON]) -> None:
     upstream.enqueue(Text("Hello there."))
     async with gateway_client(chat_config(upstream.base_url)) as client:
+        asked_at = int(time.time())
         response = await client.post("/v1/responses", json={"model": "qwen3", "input": "Say hello", "instructions": "Be brief."})
+        answered_at = int(time.time())
     assert response.status_code == 200, response.text
+    assert asked_at <= response.json()["created_at"] <= answered_at  # when the gateway received it
     assert response.headers["content-type"] == "application/json"
     assert int(response.headers["content-length"]) == len(response.content)
     body = response.json()
