@@ -282,6 +282,8 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
         missing = await client.get("/v2/nothing")
         wrong = await client.get("/v1/responses")
         wrong_compact = await client.put("/v1/responses/compact")
+        others = {path: (await client.post(path)).status_code for path in ("/v1/models", "/healthz", "/readyz")}
+    assert others == {"/v1/models": 405, "/healthz": 405, "/readyz": 405}
     assert (missing.status_code, missing.json()) == (
         404,
         {"error": {"message": "No route for GET /v2/nothing.", "type": "not_found_error", "param": None, "code": None}},
