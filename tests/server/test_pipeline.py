@@ -15,7 +15,16 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.chat_upstream import Call, ChatUpstream, Cut, HttpError, Stall, Text, ToolCalls
+from tests.support.chat_upstream import (
+    Call,
+    ChatUpstream,
+    Cut,
+    HttpError,
+    Stall,
+    StreamError,
+    Text,
+    ToolCalls,
+)
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, serving, sse_events
 from toolwire.server import GatewaySettings, build_router, create_app
@@ -298,3 +307,12 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
 
 def test_it_all_needs_only_httpx() -> None:
     assert httpx.__version__
+
+
+async def test_a_stream_that_fails_before_its_first_chunk_still_begins_properly(upstream: ChatUpstream) -> None:
+    upstream.enqueue(StreamError(after_chunks=0))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    events = sse_events(response.content)
+    assert [event["type"] for event in events] == ["response.created", "response.in_progress", "error", "response.failed"]
+    assert [event["sequence_number"] for event in events] == [0, 1, 2, 3]

@@ -289,7 +289,7 @@ async def test_a_client_that_leaves_cancels_its_answer(upstream: ChatUpstream) -
 async def test_on_shutdown_the_answer_in_flight_finishes_then_1001(upstream: ChatUpstream) -> None:
     release = __import__("threading").Event()
     upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("finished anyway"), release=release))
-    async with gateway(chat_config(upstream.base_url, shutdown_grace=20)) as gw, session(gw) as ws:
+    async with gateway(chat_config(upstream.base_url, shutdown_grace=120)) as gw, session(gw) as ws:  # closed at once, not at its end
         await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
         await next_event(ws)
         gw.server.should_exit = True  # as SIGTERM

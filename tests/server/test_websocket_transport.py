@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from toolwire.server._transport import ErrorAnswer
-from toolwire.server._websocket import ResponsesConnection, WebSocketTransport
+from toolwire.server._websocket import ResponsesConnection, WebSocketTransport, error_event
 
 
 class Sent:
@@ -61,3 +61,9 @@ async def test_events_go_out_one_message_each_and_an_error_as_the_error_event() 
             "headers": {"retry-after": "7"},
         },
     ]
+
+
+def test_an_error_without_a_code_or_a_type_is_a_server_error() -> None:
+    assert error_event(ErrorAnswer(500, {"error": {"message": "boom"}})) == {
+        "type": "error", "status": 500, "error": {"message": "boom", "code": "server_error"},
+    }  # fmt: skip

@@ -213,3 +213,12 @@ def test_a_record_that_cannot_be_redacted_is_shown_without_its_traffic() -> None
     shown = orjson.loads(record)
     assert (shown["request_id"], shown["traffic_omitted"]) == ("resp_deep", "not redactable")
     assert "client_request" not in shown
+
+
+def test_a_record_that_cannot_be_encoded_is_kept_without_its_traffic() -> None:
+    recent = kept()
+    recent.finished(exchange("resp_big_int", upstream_chunks=[{"n": 2**70}]))  # past what orjson writes
+    record = recent.record("resp_big_int")
+    assert record is not None
+    shown = orjson.loads(record)
+    assert shown["request_id"] == "resp_big_int" and shown["traffic_omitted"].startswith("not encodable: ")

@@ -118,3 +118,8 @@ def test_a_secret_with_json_escapes_is_found_in_serialized_json() -> None:
     redactor = Redactor([secret])
     redacted = redactor.redact_json(orjson.dumps({"text": f"the secret {secret}!"}))
     assert orjson.loads(redacted) == {"text": f"the secret {REDACTED}!"}
+
+
+def test_a_toolwire_client_key_is_hidden_by_its_shape() -> None:
+    key = "twk_a1b2c3d4_" + "Z9y8X7w6V5" * 4  # an 8-character id, a 40-character secret
+    assert Redactor().text(f"my key {key} leaked") == f"my key {REDACTED} leaked"
