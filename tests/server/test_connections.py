@@ -407,3 +407,24 @@ async def test_a_kept_alive_connection_waiting_for_its_next_request_makes_room(
         answer = await newcomer.until_closed()
         assert await kept.until_closed() == b"", "the idle kept-alive one was closed to make room"
     assert status_of(first) == 200 and status_of(answer) == 200
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A silent client that leaves gives its place back for good: at the cap, room is made
+    by closing one still there (not by forgetting the one gone a second time)."""
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        gone = await served.connect()
+        gone.close()
+        await asyncio.wait_for(gone.writer.wait_closed(), 30)
+        for _ in range(200):  # until the server has seen it go, bounded
+            if _connections.process_table().open == 0:
+                break
+            await asyncio.sleep(0.01)
+        waiting = await served.connect()
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        assert await waiting.until_closed() == b"", "the one still waiting was closed to make room"
+    assert status_of(answer) == 200
