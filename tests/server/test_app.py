@@ -165,3 +165,17 @@ async def test_client_keys_from_the_environment_and_the_websocket_bound(
         refused = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
         served = await client.post("/v1/responses", json={"model": "m", "input": "hi"}, headers={"Authorization": "Bearer k2"})
     assert (refused.status_code, served.status_code) == (401, 200)
+
+
+async def test_key_variables_that_are_not_set_hold_no_keys(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TW_APP_TEST_UNSET_KEYS", raising=False)
+    monkeypatch.delenv("TW_APP_TEST_UNSET_ADMIN", raising=False)
+    upstream.enqueue(Text("open"))
+    config = chat_config(
+        upstream.base_url, api_key_env="TW_APP_TEST_UNSET_KEYS", admin_key_env="TW_APP_TEST_UNSET_ADMIN", store="none"
+    )
+    async with gateway_client(config) as client:
+        served = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+        admin = await client.get("/admin/keys", headers={"Authorization": "Bearer anything"})
+    assert served.status_code == 200, served.text
+    assert admin.status_code == 404 and admin.json()["error"]["code"] == "admin_api_off"

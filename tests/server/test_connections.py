@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.hostile_upstream import HostileUpstream, prompt
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
@@ -116,6 +119,14 @@ def status_of(answer: bytes) -> int:
     return int(match[1])
 
 
+def header_names(answer: bytes) -> list[str]:
+    """The names of an answer's headers, each line checked to be ``name: value``."""
+    head = answer.partition(b"\r\n\r\n")[0].decode()
+    lines = head.split("\r\n")[1:]
+    assert all(re.fullmatch(r"[a-z-]+: \S.*", line) for line in lines), lines
+    return sorted(line.partition(":")[0] for line in lines)
+
+
 def error_of(answer: bytes) -> dict[str, Any]:
     error: dict[str, Any] = orjson.loads(answer.partition(b"\r\n\r\n")[2])["error"]
     return error
@@ -139,6 +150,7 @@ async def test_a_head_that_does_not_arrive_in_time(upstream: ChatUpstream, monke
         after = await served.tripped()
     assert status_of(answer) == 408
     assert b"\r\nconnection: close\r\n" in answer.lower() and b"content-type: application/json" in answer
+    assert header_names(answer) == ["connection", "content-length", "content-type", "date", "server"]
     assert error_of(answer) == {
         "message": "The request head did not arrive within 0.5 s (client_header_timeout).",
         "type": "invalid_request_error", "param": None, "code": "request_timeout",
@@ -166,16 +178,21 @@ async def test_a_head_too_large(upstream: ChatUpstream, monkeypatch: pytest.Monk
 async def test_a_body_that_stops_arriving(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch) as served:
         before = await served.tripped()
+        started = time.monotonic()
         client = await served.connect(REQUEST_HEAD + b"Content-Length: 100\r\n\r\n" + b'{"model"')
         answer = await client.until_closed()
+        waited = time.monotonic() - started
         after = await served.tripped()
     assert status_of(answer) == 408
     message = error_of(answer)["message"]
-    assert re.fullmatch(
-        r"The request body arrived too slowly: 8 bytes in \d+ s, the last \d+ s ago "
+    said = re.fullmatch(
+        r"The request body arrived too slowly: 8 bytes in (\d+) s, the last (\d+) s ago "
         r"\(client_body_timeout 0\.5 s, client_body_min_rate 1 bytes/s\)\.",
         message,
-    ), message
+    )
+    assert said, message
+    # Both spans are within what this test waited (not a bound on how long it took).
+    assert int(said[1]) <= round(waited) + 1 and int(said[2]) <= int(said[1])
     assert grew(before, after, "client_body_timeout") == 1
     assert upstream.requests == []
 
@@ -282,3 +299,132 @@ def test_the_table_reads_its_limits_from_the_configuration(monkeypatch: pytest.M
     monkeypatch.setattr(_connections, "_table", None)
     monkeypatch.delenv(CONFIG_ENV)
     assert _connections.process_table().limits.header_timeout == 10.0  # no configuration: the defaults
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_client_that_stops_reading_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endless stream to a client that takes nothing: once the socket's buffers are full
+    the gateway waits ``client_send_timeout``, then drops the client, which cancels the
+    upstream request."""
+    with HostileUpstream() as hostile:
+        config = chat_config(f"http://127.0.0.1:{hostile.port}/v1", **BOUNDS, client_send_timeout=0.5)
+        monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+        async with uvicorn_serving(gateway_app(config), config.server) as (url, _):
+            served = Served(url)
+            body = orjson.dumps({"model": "m", "input": prompt("endless-text"), "stream": True})
+            sock = socket.create_connection(("127.0.0.1", served.port))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                before = await served.tripped()
+                sock.sendall(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                closed = await asyncio.to_thread(hostile.closed.wait_for_first, 60)  # nothing read
+                after = await served.tripped()
+                answers = await served.get("/healthz")
+            finally:
+                sock.close()
+                await served.close_all()
+    assert closed.behaviour == "endless-text"
+    assert grew(before, after, "client_send_timeout") == 1
+    assert status_of(answers) == 200
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_newcomer_over_the_cap_is_served_when_room_is_made_before_its_head(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepted while every place was busy, it would be told 503 when its head arrives; but
+    a place came free meanwhile, so it is served."""
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
+    stream = b'{"model": "m", "input": "hold", "stream": true}'
+    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
+    async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
+        held = [await served.connect(held_request) for _ in range(2)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        newcomer = await served.connect()  # over the cap, its head not sent yet
+        held[0].close()
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)  # its place is free
+        await newcomer.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        held[1].close()
+    assert status_of(answer) == 200, answer
+
+
+def test_the_busy_answer_is_json_that_says_when_to_retry() -> None:
+    """What uvicorn is handed for a request that finds every place busy (``_refuse_busy``)."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(_connections._refuse_busy({}, None, send))
+    start, body = sent
+    headers = {name.lower(): value.lower() for name, value in start["headers"]}
+    assert start["status"] == 503 and body["body"] == _connections._BUSY_BODY
+    assert headers == {
+        b"content-type": b"application/json",
+        b"content-length": str(len(_connections._BUSY_BODY)).encode(),
+        b"retry-after": b"1",
+        b"connection": b"close",
+    }
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_websocket_asked_for_when_every_place_is_busy_is_told_to_retry(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
+    stream = b'{"model": "m", "input": "hold", "stream": true}'
+    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
+    handshake = (
+        b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
+        held = [await served.connect(held_request) for _ in range(2)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        refused = await served.connect(handshake)
+        answer = await refused.until_closed()
+        for client in held:
+            client.close()
+    assert status_of(answer) == 503
+    assert b"\r\nretry-after: 1\r\n" in answer and b"\r\nconnection: close\r\n" in answer
+    assert error_of(answer) == {
+        "message": "The gateway has as many connections as it allows (max_connections), all busy; retry in 1 s.",
+        "type": "service_unavailable", "param": None, "code": "gateway_busy",
+    }  # fmt: skip
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_kept_alive_connection_waiting_for_its_next_request_makes_room(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        kept = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await asyncio.wait_for(kept.reader.readuntil(b'{"status":"ok"}'), 30)
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        assert await kept.until_closed() == b"", "the idle kept-alive one was closed to make room"
+    assert status_of(first) == 200 and status_of(answer) == 200
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A silent client that leaves gives its place back for good: at the cap, room is made
+    by closing one still there (not by forgetting the one gone a second time)."""
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        gone = await served.connect()
+        gone.close()
+        await asyncio.wait_for(gone.writer.wait_closed(), 30)
+        for _ in range(200):  # until the server has seen it go, bounded
+            if _connections.process_table().open == 0:
+                break
+            await asyncio.sleep(0.01)
+        waiting = await served.connect()
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        assert await waiting.until_closed() == b"", "the one still waiting was closed to make room"
+    assert status_of(answer) == 200

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,16 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.chat_upstream import Call, ChatUpstream, Cut, HttpError, Stall, Text, ToolCalls
+from tests.support.chat_upstream import (
+    Call,
+    ChatUpstream,
+    Cut,
+    HttpError,
+    Stall,
+    StreamError,
+    Text,
+    ToolCalls,
+)
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, serving, sse_events
 from toolwire.server import GatewaySettings, build_router, create_app
@@ -50,8 +60,11 @@ def only(lines: list[JSON]) -> JSON:
 async def test_a_whole_answer(upstream: ChatUpstream, exchange_log: list[JSON]) -> None:
     upstream.enqueue(Text("Hello there."))
     async with gateway_client(chat_config(upstream.base_url)) as client:
+        asked_at = int(time.time())
         response = await client.post("/v1/responses", json={"model": "qwen3", "input": "Say hello", "instructions": "Be brief."})
+        answered_at = int(time.time())
     assert response.status_code == 200, response.text
+    assert asked_at <= response.json()["created_at"] <= answered_at  # when the gateway received it
     assert response.headers["content-type"] == "application/json"
     assert int(response.headers["content-length"]) == len(response.content)
     body = response.json()
@@ -278,6 +291,8 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
         missing = await client.get("/v2/nothing")
         wrong = await client.get("/v1/responses")
         wrong_compact = await client.put("/v1/responses/compact")
+        others = {path: (await client.post(path)).status_code for path in ("/v1/models", "/healthz", "/readyz")}
+    assert others == {"/v1/models": 405, "/healthz": 405, "/readyz": 405}
     assert (missing.status_code, missing.json()) == (
         404,
         {"error": {"message": "No route for GET /v2/nothing.", "type": "not_found_error", "param": None, "code": None}},
@@ -292,3 +307,12 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
 
 def test_it_all_needs_only_httpx() -> None:
     assert httpx.__version__
+
+
+async def test_a_stream_that_fails_before_its_first_chunk_still_begins_properly(upstream: ChatUpstream) -> None:
+    upstream.enqueue(StreamError(after_chunks=0))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    events = sse_events(response.content)
+    assert [event["type"] for event in events] == ["response.created", "response.in_progress", "error", "response.failed"]
+    assert [event["sequence_number"] for event in events] == [0, 1, 2, 3]

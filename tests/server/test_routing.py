@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire.config import parse_config
+from toolwire.config import GatewayConfig, parse_config
 from toolwire.errors import NotFoundError
 from toolwire.server import build_router
+from toolwire.server._limits import count_limit
+from toolwire.server._routing import upstream_limits
 
 CONFIG = """\
 [[upstreams]]
@@ -52,3 +54,15 @@ def test_a_default_upstream_passes_other_models_through() -> None:
     overridden = build_router(parse_config(CONFIG.replace('kind = "mock"', 'kind = "mock"\ndefault = true')), default_model="qwen3")
     assert overridden.resolve("gpt-5.5").upstream_model == "qwen3"
     assert overridden.resolve("deepseek-v4").upstream_model == "deepseek-chat"
+
+
+def test_the_upstream_limits_come_from_the_server_section() -> None:
+    config = GatewayConfig.model_validate(
+        {"server": {"upstream_max_line_bytes": 2001, "upstream_max_event_bytes": 3002,
+                    "upstream_max_body_bytes": 4003, "upstream_max_stream_bytes": 5004}}
+    )  # fmt: skip
+    limits = upstream_limits(config)
+    assert (limits.max_line_bytes, limits.max_event_bytes, limits.max_body_bytes, limits.max_stream_bytes) == (
+        2001, 3002, 4003, 5004,
+    )  # fmt: skip
+    assert limits.tripped is count_limit  # every trip counted in /metrics

@@ -50,7 +50,7 @@ def test_the_inspector_is_off_unless_asked_for(gateway: GatewayProcess) -> None:
     assert httpx.get(gateway.url + "/ui/api/exchanges", timeout=10).status_code == 404
 
 
-def test_the_serving_process_sets_its_garbage_collector_for_serving(tmp_path: Path) -> None:
+def test_the_serving_process_sets_its_garbage_collector_for_serving() -> None:
     """What each ``toolwire serve`` worker runs: once its app is built, what is alive then is
     out of every collection and young collections wait for more objects than the default."""
     script = (
@@ -63,7 +63,7 @@ def test_the_serving_process_sets_its_garbage_collector_for_serving(tmp_path: Pa
         "app_from_env()\n"
         "print(gc.get_freeze_count(), gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD)\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     frozen, raised = result.stdout.split()
     assert int(frozen) > 10_000, "the modules, validators and app are frozen"

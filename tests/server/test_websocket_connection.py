@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -288,7 +289,7 @@ async def test_a_client_that_leaves_cancels_its_answer(upstream: ChatUpstream) -
 async def test_on_shutdown_the_answer_in_flight_finishes_then_1001(upstream: ChatUpstream) -> None:
     release = __import__("threading").Event()
     upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("finished anyway"), release=release))
-    async with gateway(chat_config(upstream.base_url, shutdown_grace=20)) as gw, session(gw) as ws:
+    async with gateway(chat_config(upstream.base_url, shutdown_grace=120)) as gw, session(gw) as ws:  # closed at once, not at its end
         await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
         await next_event(ws)
         gw.server.should_exit = True  # as SIGTERM
@@ -336,3 +337,15 @@ async def test_a_client_that_never_answers_pings_is_dropped_and_counted(upstream
             await asyncio.sleep(0.05)
         writer.close()
         assert await gw.metric("toolwire_limits_tripped_total", limit="ws_ping_timeout") == before + 1
+
+
+def test_a_server_without_the_drain_extension_serves_websockets_too(upstream: ChatUpstream) -> None:
+    """Under another ASGI server (here Starlette's test client), which does not offer
+    ``toolwire.drain``, a WebSocket is answered all the same."""
+    upstream.enqueue(Text("no drain needed"))
+    with TestClient(gateway_app(chat_config(upstream.base_url))) as client, client.websocket_connect("/v1/responses") as ws:
+        ws.send_text(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
+        events: list[JSON] = []
+        while not events or events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+            events.append(ws.receive_json())
+    assert events[-1]["type"] == "response.completed" and text_of(events[-1]["response"]) == "no drain needed"

@@ -22,7 +22,13 @@ import pytest
 from toolwire.cli._serve import uvicorn_protocols
 from toolwire.config import GatewayConfig, ServerConfig
 from toolwire.server._settings import CONFIG_ENV
-from toolwire.server._workers import check_address, reuse_port_supported, run_workers
+from toolwire.server._workers import (
+    LOG_FORMAT,
+    _serve_worker,
+    check_address,
+    reuse_port_supported,
+    run_workers,
+)
 
 
 def free_port() -> int:
@@ -125,3 +131,47 @@ def test_a_worker_that_dies_later_is_replaced_and_sigterm_stops_all(supervisor_l
     assert seen["replaced"] == f"worker {seen['first']} exited (-9); starting another"
     assert seen["healthy_again"]
     assert signal.getsignal(signal.SIGTERM) is not None and not healthy(port)
+
+
+@pytest.mark.usefixtures("mock_gateway")
+def test_a_worker_serves_its_own_reuse_port_socket_and_logs_as_told() -> None:
+    """What each worker process runs (``_serve_worker``), run here: it logs in toolwire's
+    format at the level given, binds the address with ``SO_REUSEPORT`` (so the other
+    workers can bind it too) and serves it until SIGTERM."""
+    port = free_port()
+    seen: dict[str, Any] = {}
+    returned = threading.Event()
+
+    def operator() -> None:
+        try:
+            seen["healthy"] = wait_for(lambda: healthy(port), unless=returned)
+            with socket.socket() as sibling:  # another worker's socket, on the same address
+                sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                sibling.bind(("127.0.0.1", port))
+                seen["shared"] = True
+        finally:
+            if not returned.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    # uvicorn raises the SIGTERM again once it has shut down, for the handler it found:
+    # in a worker process the default one ends the process; here this one notes it.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.update(raised_again=True))
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers = []  # as in a fresh worker process
+    root.setLevel(logging.DEBUG)
+    helper = threading.Thread(target=operator)
+    helper.start()
+    try:
+        _serve_worker(worker_config(port), "warning")
+        configured = root.handlers[:], root.level
+    finally:
+        returned.set()
+        helper.join()
+        signal.signal(signal.SIGTERM, previous)
+        root.handlers = handlers
+        root.setLevel(level)
+    assert seen == {"healthy": True, "shared": True, "raised_again": True}
+    [handler], configured_level = configured
+    assert configured_level == logging.WARNING
+    assert handler.formatter is not None and handler.formatter._fmt == LOG_FORMAT

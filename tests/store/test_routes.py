@@ -172,24 +172,34 @@ def test_page_of(query: PageQuery, expected_ids: list[str], has_more: bool) -> N
     assert page["last_id"] == (expected_ids[-1] if expected_ids else None)
 
 
+LIMIT_MESSAGE = "Invalid 'limit': {!r}; expected an integer from 1 to 100."
+
+
 @pytest.mark.parametrize(
-    ("params", "param"),
+    ("params", "param", "message"),
     [
-        ({"limit": "0"}, "limit"),
-        ({"limit": "101"}, "limit"),
-        ({"limit": "ten"}, "limit"),
-        ({"order": "newest"}, "order"),
-        ({"after": "msg_unknown"}, "after"),
-        ({"before": "msg_unknown"}, "before"),
+        ({"limit": "0"}, "limit", LIMIT_MESSAGE.format("0")),
+        ({"limit": "101"}, "limit", LIMIT_MESSAGE.format("101")),
+        ({"limit": "ten"}, "limit", LIMIT_MESSAGE.format("ten")),
+        ({"order": "newest"}, "order", "Invalid 'order': 'newest'; expected 'asc' or 'desc'."),
+        ({"after": "msg_unknown"}, "after", "Invalid 'after': no input item with id 'msg_unknown' in this response."),
+        ({"before": "msg_unknown"}, "before", "Invalid 'before': no input item with id 'msg_unknown' in this response."),
     ],
 )
 async def test_bad_paging_parameters_are_a_400_naming_them(
-    client: httpx.AsyncClient, params: dict[str, str], param: str
+    client: httpx.AsyncClient, params: dict[str, str], param: str, message: str
 ) -> None:
     response = await client.get("/v1/responses/resp_many/input_items", params=params)
     assert response.status_code == 400
-    error = response.json()["error"]
-    assert error["type"] == "invalid_request_error" and error["param"] == param
+    assert response.json() == {
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_value"}
+    }
+
+
+@pytest.mark.parametrize(("limit", "count"), [("1", 1), ("100", 25)])
+async def test_the_limit_takes_1_to_100(client: httpx.AsyncClient, limit: str, count: int) -> None:
+    response = await client.get("/v1/responses/resp_long/input_items", params={"limit": limit})
+    assert response.status_code == 200 and len(response.json()["data"]) == count
 
 
 @pytest.mark.parametrize(("method", "path"), [("GET", "/v1/responses/r"), ("DELETE", "/v1/responses/r"),

@@ -31,9 +31,9 @@ from toolwire.cli._serve import uvicorn_protocols
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.protocol import SSEDecoder
 from toolwire.server._factory import build_app
-from toolwire.server.types import ASGIApp
+from toolwire.server.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["chat_config", "gateway_app", "gateway_client", "serving", "sse_events", "uvicorn_serving"]
+__all__ = ["as_asgi3", "chat_config", "gateway_app", "gateway_client", "serving", "sse_events", "uvicorn_serving"]
 
 
 def chat_config(upstream_url: str, *, models: list[dict[str, Any]] | None = None, **server: Any) -> GatewayConfig:
@@ -52,6 +52,21 @@ def gateway_app(config: GatewayConfig, *, model_override: str | None = None) -> 
     return build_app(config, model_override=model_override)
 
 
+def as_asgi3(app: ASGIApp) -> ASGIApp:
+    """``app`` behind a plain ``async def (scope, receive, send)``, for ``uvicorn.Config``.
+
+    uvicorn calls the app it is given with no arguments to find out whether it is a
+    factory. Mutation testing (mutmut) wraps every method of the code it mutates in a
+    ``(*args, **kwargs)`` trampoline, which such a call does not refuse: uvicorn would
+    then serve the coroutine it got back. This function refuses it, as the app does.
+    """
+
+    async def asgi3(scope: Scope, receive: Receive, send: Send) -> None:
+        await app(scope, receive, send)
+
+    return asgi3
+
+
 @contextlib.asynccontextmanager
 async def serving(app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0) -> AsyncIterator[str]:
     """``app`` served on a free loopback port until the block ends; its URL."""
@@ -67,7 +82,7 @@ async def uvicorn_serving(
     its shutdown as SIGTERM does (the block's end then waits for it)."""
     settings = server or ServerConfig()
     config = uvicorn.Config(
-        app,
+        as_asgi3(app),
         host="127.0.0.1",
         port=0,
         log_level="warning",

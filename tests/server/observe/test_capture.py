@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
+import fcntl
 import logging
+import os
+import re
 import shutil
 import stat
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +129,11 @@ def test_a_failing_capture_is_logged_and_never_raises(tmp_path: Path, caplog: py
     shutil.rmtree(directory)
     with caplog.at_level(logging.WARNING, logger="toolwire.capture"):
         capture.finished(exchange("resp_2"))
-    assert "could not capture resp_2" in caplog.text
+    [warning] = [record for record in caplog.records if record.name == "toolwire.capture"]
+    assert re.fullmatch(
+        rf"could not capture resp_2 in {re.escape(str(directory))}: \[Errno 2\] No such file or directory: .*",
+        warning.getMessage(),
+    ), warning.getMessage()
     directory.mkdir()
     capture.finished(exchange("resp_3"))  # and it recovers
     capture.close()
@@ -150,11 +161,67 @@ def test_credential_fields_are_redacted(tmp_path: Path) -> None:
     assert record["error"] == f"upstream said: bad key {REDACTED}"
 
 
-def test_capture_needs_a_sane_size() -> None:
-    with pytest.raises(ValueError):
-        CaptureObserver("/tmp/unused", max_bytes=0)
+def test_a_file_is_filled_to_its_size_exactly(tmp_path: Path) -> None:
+    size = len(RecordEncoder(Redactor()).redacted(exchange("resp_1"))) + 1
+    capture = CaptureObserver(tmp_path, max_bytes=2 * size)
+    for request_id in ("resp_1", "resp_2", "resp_3"):
+        capture.finished(exchange(request_id))
+    capture.close()
+    per_file = [[orjson.loads(line)["request_id"] for line in path.read_bytes().splitlines()]
+                for path in sorted(tmp_path.glob("*.jsonl"))]
+    assert per_file == [["resp_1", "resp_2"], ["resp_3"]]
 
 
+def test_a_file_is_named_by_its_utc_start_and_the_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # local time nine hours off UTC
+    time.tzset()
+    try:
+        before = datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None)
+        capture = CaptureObserver(tmp_path)
+        capture.finished(exchange("resp_1"))
+        path = capture.path
+        assert path is not None and capture._fd is not None
+        flags, fd_flags = fcntl.fcntl(capture._fd, fcntl.F_GETFL), fcntl.fcntl(capture._fd, fcntl.F_GETFD)
+        capture.close()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    named = re.fullmatch(rf"exchanges-(\d{{8}}T\d{{6}})\d{{6}}Z-{os.getpid()}\.jsonl", path.name)
+    assert named, path.name
+    started = datetime.datetime.strptime(named[1], "%Y%m%dT%H%M%S")
+    assert before <= started <= datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    assert flags & os.O_APPEND and fd_flags & fcntl.FD_CLOEXEC  # appends whole lines; no child inherits it
+
+
+@pytest.mark.parametrize(("max_bytes", "keep"), [(0, 1), (1, 0)])
+def test_capture_needs_a_sane_size(tmp_path: Path, max_bytes: int, keep: int) -> None:
+    with pytest.raises(ValueError, match=r"^max_bytes must be positive and keep at least 1$"):
+        CaptureObserver(tmp_path, max_bytes=max_bytes, keep=keep)
+
+
+def test_the_smallest_capture_and_its_private_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "not" / "there" / "yet"
+    capture = CaptureObserver(directory, max_bytes=1, keep=1)
+    assert capture.path is None  # nothing written yet
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    for request_id in ("resp_1", "resp_2"):
+        capture.finished(exchange(request_id))
+    capture.close()
+    assert [record["request_id"] for record in records(directory)] == ["resp_2"]  # one file of one record
+
+
+@pytest.fixture
+def stack_room() -> Iterator[None]:
+    """Room for the redactor's walk of a value nested as deep as orjson writes (255), also
+    when mutation testing runs it: mutmut's trampolines put three more frames under every
+    call of a mutated function, and the walk recurses once per level."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5000))
+    yield
+    sys.setrecursionlimit(limit)
+
+
+@pytest.mark.usefixtures("stack_room")
 def test_a_record_that_cannot_be_redacted_is_captured_without_its_traffic(tmp_path: Path) -> None:
     deep = b'{"model":"m","input":' + b"[" * 253 + b'{"api_key":"k"}' + b"]" * 253 + b"}"
     capture = CaptureObserver(tmp_path)

@@ -29,6 +29,7 @@ from tests.support.observed import (
     observed_client,
     observed_config,
 )
+from tests.support.served import as_asgi3
 from toolwire.protocol import SSEDecoder
 from toolwire.server._exchange import Exchange
 from toolwire.server.observe._inspector import RecentExchanges
@@ -185,7 +186,7 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         port = int(self.url.rsplit(":", 1)[1])
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio", lifespan="on")
+        config = uvicorn.Config(as_asgi3(app), host="127.0.0.1", port=port, log_level="warning", loop="asyncio", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

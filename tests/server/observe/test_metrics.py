@@ -17,6 +17,7 @@ from tests.support.observed import (
     observed_client,
     observed_config,
 )
+from toolwire.protocol import KNOWN_HISTORIES, parse_request
 from toolwire.server._exchange import Exchange
 from toolwire.server.observe._metrics import (
     OTHER,
@@ -179,3 +180,92 @@ def test_an_in_stream_upstream_failure_is_an_upstream_error(upstream: ChatUpstre
 def test_bounded_label_passes_known_values_and_caps_new_ones() -> None:
     label = BoundedLabel(2)
     assert [label(v) for v in ("a", "b", "c", "a", None, "b")] == ["a", "b", OTHER, "a", "", "b"]
+
+
+FAMILIES: dict[str, tuple[str, str, list[str] | None]] = {
+    # name: (type, help, labels)
+    "toolwire_requests": ("counter", "Requests to /v1/responses by how they ended.", ["model", "outcome", "status", "upstream"]),
+    "toolwire_request_duration_seconds": (
+        "histogram", "From the request body read to the last byte sent.", ["le", "model", "upstream"],
+    ),
+    "toolwire_time_to_first_token_seconds": (
+        "histogram", "Of streaming requests: until the upstream's first chunk.", ["le", "model", "upstream"],
+    ),
+    "toolwire_upstream_errors": ("counter", "Requests that failed because of the upstream, by kind.", ["kind", "upstream"]),
+    "toolwire_tokens": ("counter", "Tokens the upstream reported.", ["kind", "model", "upstream"]),
+    "toolwire_tool_calls": ("counter", "Tool calls sent to clients, by item type and tool.", ["tool", "type", "upstream"]),
+    "toolwire_conversions": ("counter", "Conversions applied to requests and streams.", ["conversion", "upstream"]),
+    "toolwire_key_requests": ("counter", "Requests to /v1/responses by client key name.", ["key", "model", "status"]),
+    "toolwire_key_tokens": ("counter", "Tokens the upstream reported, by client key name.", ["key", "kind", "model"]),
+    "toolwire_open_streams": ("gauge", "Streaming responses in progress.", []),
+    "toolwire_requests_in_progress": ("gauge", "Requests to /v1/responses in progress.", []),
+    # The process's own: their samples depend on what else this process has served.
+    "toolwire_limits_tripped": (
+        "counter", "Reads from clients and upstreams cut short by a bound, by the setting that bounds them.", None,
+    ),
+    "toolwire_client_connections": ("gauge", "Client connections of this process, by state.", None),
+    "toolwire_history_cache_entries": ("gauge", "Conversation histories kept.", []),
+    "toolwire_history_cache_bytes": ("gauge", "The estimated memory of the kept conversation histories.", []),
+    "toolwire_history_continued": ("counter", "Request bodies parsed past a kept history.", []),
+    "toolwire_history_learned": ("counter", "Histories learned from request bodies parsed whole.", []),
+}  # fmt: skip
+LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, float("inf")]
+TTFT_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, float("inf")]
+
+
+def test_every_family_with_its_type_help_and_labels() -> None:
+    """The families the module docstring lists, as a scraper reads their ``# TYPE`` and
+    ``# HELP`` lines, each with its labels once every metric has been counted."""
+    observer = MetricsObserver()
+    usage = {"input_tokens": 3, "output_tokens": 2}
+    observer.finished(exchange(stream=True, first_token_at=0.0, key_name="alice", usage=usage, conversions=["c"],
+                               tool_calls=[("function_call", "f", None)], outcome="failed", error="x", error_kind="server_error"))
+    families = {family.name: family for family in observer.registry.collect()}
+    found = {
+        name: (
+            family.type,
+            family.documentation,
+            None if FAMILIES.get(name, (0, 0, 0))[2] is None else sorted({label for s in family.samples for label in s.labels}),
+        )
+        for name, family in families.items()
+        if name.startswith("toolwire_")
+    }
+    assert found == FAMILIES
+    assert {"process_cpu_seconds", "python_info", "python_gc_collections"} <= families.keys()
+    buckets = {
+        name: [float(sample.labels["le"]) for sample in families[name].samples if sample.name.endswith("_bucket")]
+        for name in ("toolwire_request_duration_seconds", "toolwire_time_to_first_token_seconds")
+    }
+    assert buckets == {"toolwire_request_duration_seconds": LATENCY_BUCKETS, "toolwire_time_to_first_token_seconds": TTFT_BUCKETS}
+
+
+def test_the_history_cache_as_the_process_keeps_it() -> None:
+    body = {"model": "m", "input": [{"type": "message", "role": "user", "content": f"turn {n}"} for n in range(3)]}
+    parse_request(orjson.dumps(body))
+    found = scrape(MetricsObserver())
+    assert KNOWN_HISTORIES.weight > 0
+    assert value(found, "toolwire_history_cache_entries") == len(KNOWN_HISTORIES)
+    assert value(found, "toolwire_history_cache_bytes") == KNOWN_HISTORIES.weight
+    assert value(found, "toolwire_history_continued_total") == KNOWN_HISTORIES.continued
+    assert value(found, "toolwire_history_learned_total") == KNOWN_HISTORIES.learned
+
+
+def test_requests_and_tokens_by_client_key_name() -> None:
+    observer = MetricsObserver(max_label_values=2)
+    usage = {"input_tokens": 7, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 1}}
+    observer.finished(exchange("resp_1", key_name="alice", usage=usage))
+    observer.finished(exchange("resp_2", key_name="alice", status=429, outcome="error", error="slow", error_kind="RateLimited"))
+    observer.finished(exchange("resp_3", key_name="static"))
+    observer.finished(exchange("resp_4", key_name="carol"))  # past the cap of names
+    observer.finished(exchange("resp_5"))  # a gateway without keys: not counted by key
+    found = scrape(observer)
+    requests = {labels: count for (name, labels), count in found.items() if name == "toolwire_key_requests_total"}
+    assert requests == {
+        frozenset({("key", "alice"), ("model", "m"), ("status", "200")}): 1,
+        frozenset({("key", "alice"), ("model", "m"), ("status", "429")}): 1,
+        frozenset({("key", "static"), ("model", "m"), ("status", "200")}): 1,
+        frozenset({("key", OTHER), ("model", "m"), ("status", "200")}): 1,
+    }
+    tokens = {dict(labels)["kind"]: count for (name, labels), count in found.items() if name == "toolwire_key_tokens_total"}
+    assert tokens == {"input": 7, "output": 3, "reasoning": 1}
+    assert value(found, "toolwire_key_tokens_total", key="alice", model="m", kind="input") == 7

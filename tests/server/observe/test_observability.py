@@ -9,7 +9,7 @@ from starlette.routing import BaseRoute, Route
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
-from tests.support.observed import observed_client, observed_config
+from tests.support.observed import exchange, observed_client, observed_config
 from toolwire.config import ServerConfig
 from toolwire.server.observe import observability
 from toolwire.server.observe._capture import CaptureObserver
@@ -61,3 +61,19 @@ def test_the_routes_are_served_by_the_app(upstream: ChatUpstream) -> None:
         assert client.get("/ui/").status_code == 200
         assert len(client.get("/ui/api/exchanges").json()["data"]) == 1
         assert client.get("/healthz").status_code == 200
+
+
+def test_the_inspector_and_the_capture_hide_keys_of_any_shape(tmp_path: Path) -> None:
+    config = observed_config("http://127.0.0.1:9/v1", capture_dir=str(tmp_path))
+    observed = observability(config, client_keys=[b"plain-client-key"], environ={UPSTREAM_KEY_ENV: "plain-upstream-key"})
+    recent = next(o for o in observed.observers if isinstance(o, RecentExchanges))
+    capture = next(o for o in observed.observers if isinstance(o, CaptureObserver))
+    leaky = exchange("resp_1", client_request=b'{"model":"m","input":"plain-upstream-key and plain-client-key"}')
+    recent.finished(leaky)
+    capture.finished(leaky)
+    capture.close()
+    shown = recent.record("resp_1")
+    written = b"".join(path.read_bytes() for path in tmp_path.glob("exchanges-*.jsonl"))
+    for record in (shown, written):
+        assert record is not None and b"[redacted] and [redacted]" in record
+        assert b"plain-upstream-key" not in record and b"plain-client-key" not in record

@@ -38,6 +38,13 @@ def test_secret_fields(name: str, secret: bool) -> None:
     assert is_secret_field(name) is secret
 
 
+def test_long_field_names_are_read_too() -> None:
+    """Names longer than 64 characters are not remembered, but read all the same."""
+    assert is_secret_field("x" * 70 + "_api_key") is True
+    assert is_secret_field("x" * 70 + "_tokens") is False
+    assert Redactor().value({"x" * 70 + "_password": "hunter2"}) == {"x" * 70 + "_password": REDACTED}
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -77,6 +84,11 @@ def test_clean_json_is_returned_as_it_is() -> None:
         (b'{"t": "key:\\nsk-AbCdEfGhIjKlMnOpQrStUv"}', {"t": f"key:\n{REDACTED}"}),
         (b'{"t": "Bearer\\tabcdefghijk"}', {"t": f"Bearer\t{REDACTED}"}),
         (b'{"t": "Unbearer abcdefghijk"}', {"t": "Unbearer abcdefghijk"}),
+        (b'{"t": "xBearer abcdefghijk"}', {"t": "xBearer abcdefghijk"}),
+        (b'{"t": "Xearer abcdefghijk"}', {"t": "Xearer abcdefghijk"}),
+        (b'{"t": "bearer abcdefghijk"}', {"t": f"bearer {REDACTED}"}),
+        # A backslash, then a newline: the key after the escaped "n" starts a word.
+        (b'{"t": "\\\\\\nsk-AbCdEfGhIjKlMnOpQrStUv"}', {"t": f"\\\n{REDACTED}"}),
         (b'{"t": "q\\"' + SECRET.encode() + b'\\""}', {"t": f'q"{REDACTED}"'}),
         (b'{"t": "\\u0041' + SECRET.encode() + b'"}', {"t": f"A{REDACTED}"}),
     ],
@@ -106,3 +118,8 @@ def test_a_secret_with_json_escapes_is_found_in_serialized_json() -> None:
     redactor = Redactor([secret])
     redacted = redactor.redact_json(orjson.dumps({"text": f"the secret {secret}!"}))
     assert orjson.loads(redacted) == {"text": f"the secret {REDACTED}!"}
+
+
+def test_a_toolwire_client_key_is_hidden_by_its_shape() -> None:
+    key = "twk_a1b2c3d4_" + "Z9y8X7w6V5" * 4  # an 8-character id, a 40-character secret
+    assert Redactor().text(f"my key {key} leaked") == f"my key {REDACTED} leaked"
