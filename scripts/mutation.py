@@ -178,6 +178,12 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
         ]
     )
     (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + settings)
+    # The Codex CLI the tests installed under .cache/ (tests/support/codex.py), shared
+    # rather than installed again with npm in every scratch copy.
+    for installed in (ROOT / ".cache").glob("codex-*"):
+        if installed.is_dir():
+            (work / ".cache").mkdir(exist_ok=True)
+            (work / ".cache" / installed.name).symlink_to(installed)
     # Made now, so that the PYTHONPATH entry naming it is a folder from the start: Python
     # would otherwise remember at start-up that it has nothing to import there.
     (work / "mutants" / "src").mkdir(parents=True)
