@@ -282,6 +282,7 @@ async def test_a_body_cut_short_after_its_end_marker_costs_nothing(closing: list
     sse = b'data: {"n": 1}\n\ndata: [DONE]\n\n'
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % (len(sse) + 100)
     async with raw_upstream([head + sse]) as url:  # then the connection closes, 100 bytes short
-        async with endpoint(closing, url).stream(BODY, parse_json_object) as batches:
+        streaming = endpoint(closing, url)
+        async with streaming.stream(BODY, parse_json_object) as batches:
             read = [batch async for batch in batches]
     assert read == [[{"n": 1}]] and batches.ended_cleanly
