@@ -88,6 +88,43 @@ def test_model_entry(model: CodexModel, expected: JSON) -> None:
         ]
 
 
+def test_the_whole_entry_is_the_one_codex_0_169_parses() -> None:
+    # Every field, as the real Codex loads it (test_codex_loads_the_catalog): a field
+    # renamed or a value changed is a catalog Codex refuses, or a model it treats otherwise.
+    model = CodexModel("deepseek", context_window=64_000, reasoning=True, tool_search=True)
+    assert model_entry(model, base_url="http://gw/v1", instructions="Be useful.", priority=3) == {
+        "slug": "deepseek",
+        "display_name": "deepseek",
+        "description": "Served by toolwire at http://gw/v1",
+        "base_instructions": "Be useful.",
+        "default_reasoning_level": "medium",
+        "supported_reasoning_levels": [
+            {"effort": "low", "description": "Fast responses with lighter reasoning"},
+            {"effort": "medium", "description": "Balances speed and reasoning depth"},
+            {"effort": "high", "description": "Greater reasoning depth for complex problems"},
+        ],
+        "supports_reasoning_summary_parameter": False,
+        "default_reasoning_summary": "none",
+        "shell_type": "shell_command",
+        "apply_patch_tool_type": "freeform",
+        "supports_search_tool": True,
+        "supports_parallel_tool_calls": True,
+        "use_responses_lite": False,
+        "visibility": "list",
+        "supported_in_api": True,
+        "priority": 3,
+        "upgrade": None,
+        "availability_nux": None,
+        "support_verbosity": False,
+        "default_verbosity": None,
+        "truncation_policy": {"mode": "tokens", "limit": 10_000},
+        "context_window": 64_000,
+        "max_context_window": 64_000,
+        "experimental_supported_tools": [],
+        "input_modalities": ["text", "image"],
+    }
+
+
 def test_catalog_keeps_the_order_and_the_default_instructions() -> None:
     catalog = build_catalog(setup_for(CodexModel("a"), CodexModel("b")))
     assert [(m["slug"], m["priority"]) for m in catalog["models"]] == [("a", 1), ("b", 2)]

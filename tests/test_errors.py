@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from toolwire.errors import (
@@ -21,30 +23,30 @@ def body(message: str, error_type: str, param: str | None = None, code: str | No
 
 
 @pytest.mark.parametrize(
-    ("error", "status", "expected"),
+    ("make", "status", "expected"),
     [
         pytest.param(
-            RequestError("Invalid 'input[0].role'.", param="input[0].role"),
+            lambda: RequestError("Invalid 'input[0].role'.", param="input[0].role"),
             400,
             body("Invalid 'input[0].role'.", "invalid_request_error", "input[0].role", "invalid_request"),
             id="request",
         ),
         pytest.param(
-            RequestError("The body is too large.", code="body_too_large", status=413),
+            lambda: RequestError("The body is too large.", code="body_too_large", status=413),
             413,
             body("The body is too large.", "invalid_request_error", None, "body_too_large"),
             id="request-with-its-own-status",
         ),
-        pytest.param(ClientError("Wrong."), 400, body("Wrong.", "invalid_request_error"), id="client"),
+        pytest.param(lambda: ClientError("Wrong."), 400, body("Wrong.", "invalid_request_error"), id="client"),
         pytest.param(
-            NotFoundError("No model 'x'.", param="model", code="model_not_found"),
+            lambda: NotFoundError("No model 'x'.", param="model", code="model_not_found"),
             404,
             body("No model 'x'.", "not_found_error", "model", "model_not_found"),
             id="not-found",
         ),
-        pytest.param(UpstreamError("The upstream is down."), 502, body("The upstream is down.", "upstream_error"), id="upstream"),
+        pytest.param(lambda: UpstreamError("The upstream is down."), 502, body("The upstream is down.", "upstream_error"), id="upstream"),
         pytest.param(
-            UpstreamError(
+            lambda: UpstreamError(
                 "Slow down.", status=429, param="model", code="rate_limit_exceeded", error_type="rate_limit_error"
             ),
             429,
@@ -52,19 +54,22 @@ def body(message: str, error_type: str, param: str | None = None, code: str | No
             id="upstream-with-its-own-status-and-type",
         ),
         pytest.param(
-            UpstreamProtocolError("Garbled."), 502, body("Garbled.", "upstream_error"), id="upstream-protocol"
+            lambda: UpstreamProtocolError("Garbled."), 502, body("Garbled.", "upstream_error"), id="upstream-protocol"
         ),
         pytest.param(
-            UpstreamLimitError("An SSE line too long.", limit="upstream_max_line_bytes"),
+            lambda: UpstreamLimitError("An SSE line too long.", limit="upstream_max_line_bytes"),
             502,
             body("An SSE line too long.", "upstream_error", None, "upstream_response_too_large"),
             id="upstream-limit",
         ),
-        pytest.param(InternalError("A bug."), 500, body("A bug.", "server_error"), id="internal"),
-        pytest.param(ToolwireError("Anything."), 500, body("Anything.", "server_error"), id="base"),
+        pytest.param(lambda: InternalError("A bug."), 500, body("A bug.", "server_error"), id="internal"),
+        pytest.param(lambda: ToolwireError("Anything."), 500, body("Anything.", "server_error"), id="base"),
     ],
 )
-def test_each_error_has_its_status_and_openai_shaped_body(error: ToolwireError, status: int, expected: object) -> None:
+def test_each_error_has_its_status_and_openai_shaped_body(
+    make: Callable[[], ToolwireError], status: int, expected: object
+) -> None:
+    error = make()  # made by the test, not when the tests are collected
     assert error.status == status
     assert error.to_body() == expected
     assert str(error) == error.message  # what logs show is the message itself

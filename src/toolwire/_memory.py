@@ -22,6 +22,7 @@ DELAY_SECONDS = 1.0
 _trim: Callable[[int], int] | None = None
 _looked_up = False
 _pending: asyncio.TimerHandle | None = None
+_pending_on: asyncio.AbstractEventLoop | None = None
 
 
 def return_freed_memory() -> None:
@@ -40,13 +41,14 @@ def return_freed_memory() -> None:
 
 
 def return_freed_memory_soon() -> None:
-    """``return_freed_memory`` in a moment, once for all the calls until then."""
-    global _pending
-    if _pending is not None:
-        return
+    """``return_freed_memory`` in a moment, once for all the calls until then (on this
+    event loop: one that closed with the trim still pending never runs it)."""
+    global _pending, _pending_on
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return_freed_memory()
         return
-    _pending = loop.call_later(DELAY_SECONDS, return_freed_memory)
+    if _pending is not None and _pending_on is loop:
+        return
+    _pending, _pending_on = loop.call_later(DELAY_SECONDS, return_freed_memory), loop

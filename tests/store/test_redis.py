@@ -185,3 +185,10 @@ def test_the_client_waits_a_bounded_time_for_a_connection_and_an_answer() -> Non
     settings = server.client.connection_pool.connection_kwargs
     assert (settings["socket_timeout"], settings["socket_connect_timeout"]) == (DEFAULT_SOCKET_TIMEOUT_SECONDS,) * 2
     assert settings["decode_responses"] is False  # records are bytes, decoded by orjson
+
+
+def test_a_failed_command_is_retried_once_a_tenth_of_a_second_later() -> None:
+    server = RedisServerConnection("redis://127.0.0.1:6379/0", what="response store")
+    retry = server.client.get_retry()
+    assert retry is not None and retry.get_retries() == 1
+    assert retry._backoff.compute(1) == pytest.approx(0.1)  # redis-py waits compute(failures) before a retry

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.store import SQLiteResponseStore, StoreUnavailable, open_store
+from toolwire.store import SQLiteResponseStore, StoreUnavailable, connect_sqlite, open_store
 
 from .records import exchange
 
@@ -140,3 +140,19 @@ async def test_closing_the_store_closes_its_file_and_stops_its_thread(tmp_path: 
     await store.aclose()
     assert open_descriptors_of(path) == []
     assert set(sqlite_threads()) - before == set()
+
+
+def test_a_connection_waits_for_another_writer_and_commits_each_statement(tmp_path: Path) -> None:
+    # Gateway processes sharing the file take turns: a write waits up to ten seconds for
+    # another's lock instead of failing at once, and a statement outside write_transaction
+    # is committed by itself, so no transaction is left open holding the lock.
+    path = tmp_path / "r.db"
+    db = connect_sqlite(path, "CREATE TABLE IF NOT EXISTS notes (text TEXT);")
+    try:
+        assert db.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
+        db.execute("INSERT INTO notes VALUES ('seen at once')")
+        assert not db.in_transaction
+        with sqlite3.connect(path) as other:
+            assert other.execute("SELECT text FROM notes").fetchall() == [("seen at once",)]
+    finally:
+        db.close()

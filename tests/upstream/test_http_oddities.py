@@ -5,6 +5,7 @@ a readiness check, and cookies set under a host name."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -134,10 +135,11 @@ async def test_bytes_that_stall(closing: list[HttpEndpoint], upstream: ChatUpstr
 
 
 async def test_a_body_held_open_after_its_end_marker_is_let_go(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
-    upstream.enqueue(Raw([b'data: {"n": 1}\n\n', b"data: [DONE]\n\n"], linger=5.0))
+    upstream.enqueue(Raw([b'data: {"n": 1}\n\n', b"data: [DONE]\n\n"], linger=60.0))
     streaming = endpoint(closing, upstream.base_url)
-    async with streaming.stream(BODY, parse_json_object) as batches:
-        read = [batch async for batch in batches]
+    async with asyncio.timeout(30):  # let go after a moment of draining, not when the upstream closes
+        async with streaming.stream(BODY, parse_json_object) as batches:
+            read = [batch async for batch in batches]
     assert read == [[{"n": 1}]] and batches.ended_cleanly
 
 
@@ -248,3 +250,39 @@ async def test_only_the_first_64_kib_of_an_error_are_read(closing: list[HttpEndp
     upstream.enqueue(HttpError(400, huge))
     error = await failure(endpoint(closing, upstream.base_url).post_for_json(BODY))
     assert error.message == orjson.dumps(huge).decode()[:2000]
+
+
+async def test_a_compressed_answer_is_bounded_by_its_size_once_decompressed(closing: list[HttpEndpoint]) -> None:
+    # A small answer's gzip form is larger than the answer: its declared length is over
+    # the limit, what it decompresses to is not.
+    body = b'{"ok":true}'
+    packed = gzip.compress(body)
+    assert len(body) < 16 < len(packed)
+    head = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    async with raw_upstream([head + b"Content-Length: %d\r\n\r\n" % len(packed) + packed]) as url:
+        small = endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=16))
+        assert await small.post_for_json(BODY) == {"ok": True}
+
+
+async def test_an_error_answer_that_never_ends_is_read_only_as_far_as_its_message_needs(
+    closing: list[HttpEndpoint],
+) -> None:
+    # 80 KiB in small pieces, then nothing more while the connection stays open: the first
+    # 64 KiB are all that is read of an error, so the answer is not waited for.
+    pieces: list[Any] = [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 1000000\r\n\r\n"]
+    for _ in range(20):
+        pieces += [b"x" * 4096, 0.005]
+    async with raw_upstream([*pieces, HOLD]) as url:
+        async with asyncio.timeout(30):
+            error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert (error.status, error.message) == (400, "x" * 2000)
+
+
+async def test_a_body_cut_short_after_its_end_marker_costs_nothing(closing: list[HttpEndpoint]) -> None:
+    sse = b'data: {"n": 1}\n\ndata: [DONE]\n\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % (len(sse) + 100)
+    async with raw_upstream([head + sse]) as url:  # then the connection closes, 100 bytes short
+        streaming = endpoint(closing, url)
+        async with streaming.stream(BODY, parse_json_object) as batches:
+            read = [batch async for batch in batches]
+    assert read == [[{"n": 1}]] and batches.ended_cleanly

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
@@ -70,7 +71,8 @@ async def test_a_terminal_object_ends_the_stream_and_the_rest_is_drained(endpoin
     batches, clean = await read_all(endpoint, is_terminal=lambda event: event["type"] == "end")
     assert [event["type"] for batch in batches for event in batch] == ["a", "end"] and clean
     # the body was read to its end after the caller was done, so the connection is reused
-    assert upstream.ended == [0]
+    # (the upstream's thread notes the end once its last write returned: wait for it)
+    assert wait_until(lambda: upstream.ended == [0], timeout=10)
     upstream.enqueue(Text("next"))
     await read_all(endpoint)
     assert len(upstream.requests) == 2

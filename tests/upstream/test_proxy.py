@@ -156,3 +156,8 @@ def test_the_refusal_says_what_works() -> None:
         "HTTPS_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use: only http:// and https:// "
         "proxies with a host and a valid port are supported. Set NO_PROXY to the upstream's host to connect directly."
     )
+
+
+def test_an_empty_no_proxy_entry_does_not_end_the_list() -> None:
+    environ = {"HTTPS_PROXY": "http://proxy.internal:3128", "NO_PROXY": "other.example, ,,api.example.com"}
+    assert proxy_for("https://api.example.com/v1", environ) is None

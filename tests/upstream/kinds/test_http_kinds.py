@@ -17,9 +17,10 @@ import pytest
 from tests.support.chat_upstream import ChatUpstream, HttpError, Stall, Text
 from tests.support.messages_upstream import Answer, MessagesUpstream, Said
 from tests.support.responses_upstream import ResponsesUpstream, Whole, answer, message
+from tests.upstream.raw_upstream import raw_upstream
 from toolwire.agent import ScriptedResponse, assistant_message
 from toolwire.config import ServerConfig, UpstreamConfig
-from toolwire.errors import UpstreamError
+from toolwire.errors import UpstreamError, UpstreamProtocolError
 from toolwire.protocol import parse_request
 from toolwire.upstream import Backend, BackendSetup, UpstreamLimits, backend_kind
 
@@ -336,3 +337,25 @@ async def test_reading_stops_at_the_terminal_event_of_a_stream_held_open(
     async with built(kind, url, server=ServerConfig(upstream_timeout=5)) as backend:
         response = await asyncio.wait_for(streamed(backend, {"model": "m", "input": "hi"}), 20)
     assert response["status"] == "completed" and text_of(response) == "done"
+
+
+async def test_a_responses_stream_that_ends_before_its_first_event_fails_under_the_gateways_response() -> None:
+    async with built("responses", "http://127.0.0.1:9/v1") as backend:
+        request = parse_request(orjson.dumps({"model": "client-name", "input": "hi"}))
+        call = backend.prepare(request, upstream_model="backend-name", response_id="resp_gw", created_at=1234)
+    created, *_, failed = call.machine.finish(completed_at=1300, ended_cleanly=False)
+    assert (created["type"], failed["type"]) == ("response.created", "response.failed")
+    for event in (created, failed):
+        response = event["response"]
+        assert (response["id"], response["created_at"], response["model"]) == ("resp_gw", 1234, "client-name")
+
+
+async def test_a_responses_event_without_a_type_is_refused() -> None:
+    sse = b'data: {"response": {}}\n\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(sse)
+    async with raw_upstream([head + sse]) as url, built("responses", url, server=ServerConfig(upstream_retries=1)) as backend:
+        with pytest.raises(UpstreamProtocolError) as refused:
+            async with backend.stream({"model": "m", "input": "hi", "stream": True}) as batches:
+                async for _ in batches:
+                    pass
+    assert refused.value.message == "Stream event is not a JSON object with a string 'type'."

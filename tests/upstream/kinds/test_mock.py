@@ -188,12 +188,16 @@ async def test_what_it_streams_and_answers_is_valid_chat_completions() -> None:
         for chunk in chunks:
             ChatCompletionChunk.model_validate(chunk)
         assert {chunk["id"] for chunk in chunks} == {chunks[0]["id"]} and len(chunks[0]["id"]) == len("chatcmpl-mock-") + 12
+        assert chunks[0]["id"].startswith("chatcmpl-mock-")
+        # Every choice says finish_reason, null until the last, as OpenAI's server writes it.
+        assert all(set(c["choices"][0]) == {"index", "delta", "finish_reason"} for c in chunks if c["choices"])
         assert {chunk["model"] for chunk in chunks} == {"mock-1"}
         assert {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
         assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
         assert chunks[-2]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
         [opening] = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("tool_calls", [{}])[0].get("id")]
         assert opening["choices"][0]["delta"]["tool_calls"][0]["function"] == {"name": "ls", "arguments": ""}
+        assert opening["choices"][0]["delta"]["tool_calls"][0]["type"] == "function"
         answer, _ = await whole(body)
         ChatCompletion.model_validate(answer)
 
