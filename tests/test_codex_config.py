@@ -407,3 +407,64 @@ def test_codex_knows_the_model_and_sends_the_catalogs_tools(
     assert (chat.get("reasoning_effort") == "medium") is reasoning
     assert chat["messages"][0]["role"] == "system"
     assert chat["messages"][0]["content"].startswith(DEFAULT_INSTRUCTIONS.splitlines()[0])
+
+
+# ---------------------------------------------------------------- what a user reads and gets
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({}, "at least one --model is needed"),
+        (
+            {"builtin": True, "api_key_env": "MY_KEY"},
+            "--api-key-env does not apply with --builtin: Codex's built-in provider reads "
+            "its key from OPENAI_API_KEY (or CODEX_API_KEY for codex exec)",
+        ),
+        (
+            {"provider_id": "openai"},
+            "--provider-id 'openai' is one of Codex's built-in providers, which a config entry cannot override; "
+            "pick another id",
+        ),
+        ({"provider_id": 'my"tool'}, "--provider-id 'my\"tool' must be a plain TOML key"),
+        ({"provider_id": "a.b"}, "--provider-id 'a.b' must be a plain TOML key"),
+    ],
+)
+def test_each_refusal_in_full(settings: dict[str, Any], message: str) -> None:
+    models = () if not settings else (CodexModel("m"),)
+    with pytest.raises(ValueError) as refused:
+        CodexSetup(base_url="http://127.0.0.1:8787/v1", models=models, **settings)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize(("url", "expected"), [("https://gw.example/BOX", "https://gw.example/BOX"), ("http://h:1/X/", "http://h:1/X")])
+def test_a_path_is_kept_whatever_it_ends_with(url: str, expected: str) -> None:
+    assert normalize_base_url(url) == expected
+
+
+def test_builtin_repoints_the_built_in_provider_and_drops_a_chosen_one() -> None:
+    text = 'model_provider = "toolwire"\nmodel = "old"\n\n[model_providers.toolwire]\nname = "toolwire"\n'
+    updated = tomllib.loads(update_config(text, setup_for(CodexModel("qwen3"), builtin=True)))
+    assert updated["openai_base_url"] == "http://127.0.0.1:8787/v1"
+    assert "model_provider" not in updated and updated["model"] == "qwen3"
+    assert updated["model_providers"] == {"toolwire": {"name": "toolwire"}}  # left as it was
+
+
+def test_model_providers_that_is_not_a_table_is_refused_in_full() -> None:
+    with pytest.raises(ValueError) as refused:
+        update_config('model_providers = "x"\n', setup_for(CodexModel("m")))
+    assert str(refused.value) == "config.toml: model_providers is not a table"
+
+
+def test_a_new_config_names_its_providers_under_one_header() -> None:
+    assert "[model_providers.toolwire]" in render_config(setup_for(CodexModel("m")))
+    assert "[model_providers]\n" not in render_config(setup_for(CodexModel("m")))
+
+
+def test_a_codex_home_is_made_with_its_parents_and_a_readable_catalog(tmp_path: Path) -> None:
+    home = tmp_path / "a" / "b" / ".codex"
+    config_path, catalog_path = write_codex_home(home, setup_for(CodexModel("qwen3-café")))
+    assert config_path.parent == home and catalog_path.parent == home.resolve()
+    written = catalog_path.read_text(encoding="utf-8")
+    assert '"slug": "qwen3-café"' in written  # as written, not \u-escaped
+    assert written.startswith('{\n  "models": [\n    {\n      "slug"')  # indented by two
