@@ -4,12 +4,12 @@ waits, how often it retries, which proxy it goes through, and what its errors sa
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.forward_proxy import ForwardProxy
+from tests.support.hanging import hanging_port
 from tests.support.responses_upstream import HttpError, ResponsesUpstream
 from toolwire.agent import HttpResponsesClient, ScriptedResponse, assistant_message
 from toolwire.errors import UpstreamError
@@ -109,23 +109,9 @@ async def test_a_connect_that_hangs_gives_up_after_the_connect_timeout_given() -
     """A listening socket that accepts nothing: once its queue is full, a new connection
     hangs in the handshake, as an unreachable host does. The endpoint's own default (10 s)
     would outlast the bound."""
-    with socket.socket() as full:
-        full.bind(("127.0.0.1", 0))
-        full.listen(0)
-        port = full.getsockname()[1]
-        fillers = []
-        try:
-            for _ in range(4):
-                filler = socket.socket()
-                filler.setblocking(False)
-                fillers.append(filler)
-                with pytest.raises(BlockingIOError):
-                    filler.connect(("127.0.0.1", port))
-            url = f"http://127.0.0.1:{port}/v1"
-            async with HttpResponsesClient(url, connect_timeout=0.3, retry=RetryPolicy(attempts=1)) as client:
-                with pytest.raises(UpstreamError) as failed:
-                    await asyncio.wait_for(read(client), 5)
-        finally:
-            for filler in fillers:
-                filler.close()
+    with hanging_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        async with HttpResponsesClient(url, connect_timeout=0.3, retry=RetryPolicy(attempts=1)) as client:
+            with pytest.raises(UpstreamError) as failed:
+                await asyncio.wait_for(read(client), 5)
     assert failed.value.message.startswith(f"Cannot reach the upstream at {url}: ")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
 from tests.support.forward_proxy import ForwardProxy
+from tests.support.hanging import hanging_port
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
 from toolwire.upstream._http import parse_json_object
@@ -146,27 +146,13 @@ async def test_a_body_held_open_after_its_end_marker_is_let_go(closing: list[Htt
 async def test_a_connect_that_hangs_times_out_and_is_retried() -> None:
     """A listening socket that accepts nothing: once its queue is full, a new connection
     hangs in the handshake (the kernel drops the SYN), as an unreachable host does."""
-    with socket.socket() as full:
-        full.bind(("127.0.0.1", 0))
-        full.listen(0)
-        port = full.getsockname()[1]
-        fillers = []
+    with hanging_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        hung = HttpEndpoint(url, "/x", connect_timeout=0.3, retry=RetryPolicy(attempts=2, backoff_seconds=0.0))
         try:
-            for _ in range(4):
-                filler = socket.socket()
-                filler.setblocking(False)
-                fillers.append(filler)
-                with pytest.raises(BlockingIOError):
-                    filler.connect(("127.0.0.1", port))
-            url = f"http://127.0.0.1:{port}/v1"
-            hung = HttpEndpoint(url, "/x", connect_timeout=0.3, retry=RetryPolicy(attempts=2, backoff_seconds=0.0))
-            try:
-                error = await asyncio.wait_for(failure(hung.post_for_json(BODY)), 30)
-            finally:
-                await hung.aclose()
+            error = await asyncio.wait_for(failure(hung.post_for_json(BODY)), 30)
         finally:
-            for filler in fillers:
-                filler.close()
+            await hung.aclose()
     assert (error.status, error.code) == (502, "upstream_unreachable")
     assert error.message.startswith(f"Cannot reach the upstream at {url}: ") and error.__cause__ is not None
 

@@ -9,9 +9,7 @@ import os
 import re
 import shutil
 import stat
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,17 +206,6 @@ def test_the_smallest_capture_and_its_private_directory(tmp_path: Path) -> None:
         capture.finished(exchange(request_id))
     capture.close()
     assert [record["request_id"] for record in records(directory)] == ["resp_2"]  # one file of one record
-
-
-@pytest.fixture
-def stack_room() -> Iterator[None]:
-    """Room for the redactor's walk of a value nested as deep as orjson writes (255), also
-    when mutation testing runs it: mutmut's trampolines put three more frames under every
-    call of a mutated function, and the walk recurses once per level."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5000))
-    yield
-    sys.setrecursionlimit(limit)
 
 
 @pytest.mark.usefixtures("stack_room")

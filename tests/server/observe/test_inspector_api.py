@@ -5,7 +5,6 @@ who is let in (static keys, a store that holds keys, loopback clients), the list
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
@@ -190,17 +189,6 @@ def test_one_record_over_the_byte_bound_is_still_kept() -> None:
     recent.finished(exchange("resp_2"))
     assert len(recent) == 1 and recent.kept_bytes > 600
     assert [summary["request_id"] for summary in recent.summaries()] == ["resp_2"]
-
-
-@pytest.fixture
-def stack_room() -> Iterator[None]:
-    """Room for the redactor's walk of a value nested as deep as orjson writes (255), also
-    when mutation testing runs it: mutmut's trampolines put three more frames under every
-    call of a mutated function, and the walk recurses once per level."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5000))
-    yield
-    sys.setrecursionlimit(limit)
 
 
 @pytest.mark.usefixtures("stack_room")
