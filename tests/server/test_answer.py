@@ -12,6 +12,7 @@ import threading
 import httpx
 import pytest
 
+from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_app, sse_events, uvicorn_serving
@@ -70,3 +71,32 @@ async def test_a_request_waiting_for_its_first_byte_gets_a_503(upstream: ChatUps
         "param": None,
         "code": None,
     }
+
+
+async def test_a_finished_stream_whose_storing_outlasts_the_grace_still_gets_its_terminal_event(
+    upstream: ChatUpstream, redis_server: RedisServer
+) -> None:
+    """The response is stored before its terminal event goes out; when the store stalls
+    (Redis frozen) past the shutdown grace, the client still gets the answer's end."""
+    release = threading.Event()
+    upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("all of it"), release=release))
+    config = chat_config(upstream.base_url, shutdown_grace=0.3, store=redis_server.url)
+    try:
+        async with (
+            uvicorn_serving(gateway_app(config), config.server) as (url, server),
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+            client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response,
+        ):
+            body = b""
+            async for chunk in response.aiter_raw():
+                body += chunk
+                if not release.is_set() and b"response.output_text.delta" in body:
+                    redis_server.pause()  # the finished response's store write now waits
+                    release.set()  # the upstream ends its answer
+                    server.should_exit = True  # SIGTERM: 0.3 s of grace, then the exchange is cut short
+            events = sse_events(body)
+    finally:
+        release.set()
+        redis_server.resume()
+    assert [e["type"] for e in events][-1] == "response.completed"
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "all of it"

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from tests.keys.gateways import KEY_ARGS, KEY_ENV, STATIC_KEY, Issued, auth, wait_for_requests
-from tests.store.redis_server import MISSING_REASON, REDIS_SERVER, RedisServer
+from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import GatewayProcess
 from toolwire.compaction import KEY_FILE_SUFFIX
@@ -108,18 +108,6 @@ def test_a_gateway_with_another_store_cannot_open_them(
         answer = continue_with(alone, item)
     assert answer.status_code == 400, answer.text
     assert "another compaction key" in answer.json()["error"]["message"]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.skip(MISSING_REASON)
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_gateways_on_one_redis_open_each_others_compactions(

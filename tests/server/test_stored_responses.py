@@ -4,14 +4,13 @@ and several gateway processes sharing one real Redis (which restarts mid-test)."
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.store.redis_server import MISSING_REASON, REDIS_SERVER, RedisServer
+from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import GatewayProcess
 
@@ -90,18 +89,6 @@ def test_two_continuations_of_one_response_at_once(gateway: GatewayProcess, upst
                 ("user", "root"), ("assistant", "root answer"), ("user", side),
                 ("assistant", upstream_answers[side]), ("user", "and then?"),
             ]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.skip(MISSING_REASON)
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_gateways_share_responses_through_redis_and_ride_out_a_restart(

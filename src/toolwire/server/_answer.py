@@ -4,7 +4,8 @@ An answer is one of: an error (nothing streamed yet), a whole Response object, o
 stream of events ending in exactly one terminal event. ``Answer`` records each on the
 ``Exchange`` and hands it to the ``Transport``, and knows which has begun, so that when
 the exchange is cut short (the server shuts down) the client still gets a proper ending:
-an error if nothing was sent, the stream's failure events if it was streaming. Every
+an error if nothing was sent, the stream's failure events if it was streaming, and a
+finished stream's own last events if only the storing of its response was cut short. Every
 error text that reaches the client goes through the redactor first, since an upstream
 may echo a key in its error message.
 
@@ -55,6 +56,8 @@ class Answer:
         self.complete = False
         """The answer's last byte has been handed to the transport."""
         self.machine: AnswerTranslator | None = None
+        self._held: list[Any] | None = None
+        """A finished stream's last events, kept back while its response is stored."""
 
     async def error(self, exc: BaseException) -> None:
         """Nothing was sent yet: answer ``exc`` as an OpenAI-shaped error."""
@@ -94,6 +97,18 @@ class Answer:
             await self.error(GatewayShuttingDown("The gateway is shutting down; retry the request."))
         elif self.machine is not None and not self.machine.finished:
             await self.events(self.machine.fail("The gateway is shutting down."), last=True)
+        elif self._held is not None:  # the answer is whole; only storing it was cut short
+            await self.events(self.release(), last=True)
+
+    def hold(self, events: list[Any]) -> None:
+        """Keep a finished stream's last events back (while its response is stored);
+        ``cut_short`` sends them if the exchange is cut short before ``release``."""
+        self._held = events
+
+    def release(self) -> list[Any]:
+        """The events ``hold`` kept back, now to be sent by the caller."""
+        events, self._held = self._held or [], None
+        return events
 
     def conclude(self) -> None:
         """Record on the exchange how it ended, if nothing recorded it yet."""
@@ -138,7 +153,9 @@ async def pump(answer: Answer, batches: StreamBatches, machine: AnswerTranslator
             events = []
         if not machine.finished:
             events.extend(machine.finish(completed_at=int(time.time()), ended_cleanly=batches.ended_cleanly))
+        answer.hold(events)
         await _keep_quietly(keep, machine.response)
+        events = answer.release()
     except UpstreamError as exc:
         events += machine.fail(exc.message)
     except OSError:
