@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +18,7 @@ from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_app, sse_events, uvicorn_serving
+from toolwire.config import GatewayConfig
 
 
 @pytest.fixture(autouse=True)
@@ -23,22 +26,30 @@ def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
 
 
+async def stream_shut_down_at_first_delta(
+    config: GatewayConfig, at_first_delta: Callable[[], None] = lambda: None
+) -> list[dict[str, Any]]:
+    """The events of a streamed request to ``config``'s gateway, shut down as SIGTERM does
+    once the first text delta is out (``at_first_delta`` called just before)."""
+    async with (
+        uvicorn_serving(gateway_app(config), config.server) as (url, server),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response,
+    ):
+        body = b""
+        async for chunk in response.aiter_raw():
+            body += chunk
+            if not server.should_exit and b"response.output_text.delta" in body:
+                at_first_delta()
+                server.should_exit = True
+        return sse_events(body)
+
+
 async def test_a_stream_still_running_after_the_grace_period_fails_properly(upstream: ChatUpstream) -> None:
     release = threading.Event()
     upstream.enqueue(Stall(after_chunks=3, seconds=30, reply=Text("never finished"), release=release))
-    config = chat_config(upstream.base_url, shutdown_grace=0.3)
     try:
-        async with (
-            uvicorn_serving(gateway_app(config), config.server) as (url, server),
-            httpx.AsyncClient(base_url=url, timeout=30) as client,
-            client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response,
-        ):
-            body = b""
-            async for chunk in response.aiter_raw():
-                body += chunk
-                if b"response.output_text.delta" in body:
-                    server.should_exit = True  # SIGTERM
-            events = sse_events(body)
+        events = await stream_shut_down_at_first_delta(chat_config(upstream.base_url, shutdown_grace=0.3))
     finally:
         release.set()
     assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
@@ -80,21 +91,14 @@ async def test_a_finished_stream_whose_storing_outlasts_the_grace_still_gets_its
     (Redis frozen) past the shutdown grace, the client still gets the answer's end."""
     release = threading.Event()
     upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("all of it"), release=release))
+
+    def freeze_the_store_and_end_the_answer() -> None:
+        redis_server.pause()  # the finished response's store write now waits
+        release.set()  # the upstream ends its answer
+
     config = chat_config(upstream.base_url, shutdown_grace=0.3, store=redis_server.url)
     try:
-        async with (
-            uvicorn_serving(gateway_app(config), config.server) as (url, server),
-            httpx.AsyncClient(base_url=url, timeout=30) as client,
-            client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response,
-        ):
-            body = b""
-            async for chunk in response.aiter_raw():
-                body += chunk
-                if not release.is_set() and b"response.output_text.delta" in body:
-                    redis_server.pause()  # the finished response's store write now waits
-                    release.set()  # the upstream ends its answer
-                    server.should_exit = True  # SIGTERM: 0.3 s of grace, then the exchange is cut short
-            events = sse_events(body)
+        events = await stream_shut_down_at_first_delta(config, freeze_the_store_and_end_the_answer)
     finally:
         release.set()
         redis_server.resume()
