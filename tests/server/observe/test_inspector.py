@@ -100,6 +100,25 @@ def test_the_page_and_its_assets_are_served_without_a_build_step(upstream: ChatU
     assert style.headers["content-type"].startswith("text/css")
 
 
+def test_with_the_inspector_off_its_page_says_how_to_turn_it_on(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url, inspector=False)) as (client, _):
+        pages = [client.get(path) for path in ("/ui", "/ui/")]
+    for page in pages:
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+        assert page.text == (
+            "<!doctype html><title>toolwire inspector</title><p>The inspector is off. Start the gateway "
+            "with <code>--inspector</code> (or <code>inspector = true</code> under <code>[server]</code>) "
+            "to see each exchange here.</p>"
+        )
+
+
+def test_the_inspector_answers_only_get(upstream: ChatUpstream) -> None:
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        refused = {path: client.post(path, follow_redirects=False).status_code
+                   for path in ("/ui", "/ui/", "/ui/inspector.js", "/ui/api/exchanges")}
+    assert refused == dict.fromkeys(refused, 405)
+
+
 def test_with_client_keys_the_api_wants_one(upstream: ChatUpstream) -> None:
     keys = [b"client-key-alpha", b"client-key-beta"]
     with observed_client(observed_config(upstream.base_url), client_keys=keys) as (client, _):
@@ -161,8 +180,88 @@ def test_a_huge_record_is_kept_without_its_traffic() -> None:
     recent.finished(exchange("resp_huge", client_request=orjson.dumps({"model": "m", "input": "x" * 50_000})))
     huge = recent.record("resp_huge")
     assert huge is not None and len(huge) < 2000
-    assert "larger than the inspector keeps" in orjson.loads(huge)["traffic_omitted"]
+    assert orjson.loads(huge)["traffic_omitted"].endswith("is larger than the inspector keeps (10000)")
     assert recent.record("resp_small") is not None
+
+
+def test_the_ring_keeps_at_least_the_newest_exchange_and_refuses_bounds_of_nothing() -> None:
+    tiny = RecentExchanges(max_bytes=1)
+    for n in range(3):
+        tiny.finished(exchange(f"resp_{n}"))
+    assert [s["request_id"] for s in tiny.summaries()] == ["resp_2"]
+    for bounds in ({"max_bytes": 0}, {"max_exchanges": 0}):
+        with pytest.raises(ValueError, match="max_exchanges must be at least 1 and max_bytes positive"):
+            RecentExchanges(**bounds)
+
+
+def test_a_record_of_exactly_the_largest_size_is_kept_whole() -> None:
+    made = exchange("resp_edge", client_request=orjson.dumps({"model": "m", "input": "x" * 5000}))
+    size = len(RecentExchanges().encoder.plain(made))
+    at_the_edge = RecentExchanges(max_record_bytes=size)
+    at_the_edge.finished(made)
+    assert at_the_edge.record("resp_edge") == at_the_edge.encoder.plain(made)
+    over = RecentExchanges(max_record_bytes=size - 1)
+    over.finished(made)
+    record = over.record("resp_edge")
+    assert record is not None and "larger than the inspector keeps" in orjson.loads(record)["traffic_omitted"]
+
+
+def test_the_bytes_kept_are_those_of_the_exchanges_kept() -> None:
+    one = RecentExchanges()
+    one.finished(exchange("resp_0"))
+    size = one.kept_bytes  # every exchange below is the same size
+    recent = RecentExchanges(max_exchanges=2)
+    for n in range(5):
+        recent.finished(exchange(f"resp_{n}"))
+        assert recent.kept_bytes == min(n + 1, 2) * size
+    exactly_two = RecentExchanges(max_bytes=2 * size)
+    for n in range(3):
+        exactly_two.finished(exchange(f"resp_{n}"))
+    assert [s["request_id"] for s in exactly_two.summaries()] == ["resp_2", "resp_1"]
+    assert exactly_two.kept_bytes == 2 * size
+
+
+def test_summaries_carry_the_usage() -> None:
+    usage = {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17}
+    recent = RecentExchanges()
+    recent.finished(exchange("resp_used", usage=usage))
+    assert recent.summaries()[0]["usage"] == usage
+
+
+def test_an_exchange_kept_by_the_capture_and_the_inspector_is_encoded_once() -> None:
+    from toolwire.server.observe._record import RecordEncoder
+    from toolwire.server.observe._redact import Redactor
+
+    encoder = RecordEncoder(Redactor())
+    made = exchange("resp_shared")
+    assert encoder.plain(made) is encoder.plain(made)
+    assert encoder.plain(exchange("resp_other")) != encoder.plain(made)
+
+
+def test_summaries_of_exchanges_in_progress_are_redacted() -> None:
+    from toolwire.server.observe._record import RecordEncoder
+    from toolwire.server.observe._redact import Redactor
+
+    recent = RecentExchanges(encoder=RecordEncoder(Redactor(["s3cr3t-key-value"])))
+    running = Exchange("resp_running", b'{"model":"m","input":"x"}')
+    running.warnings = ["the upstream echoed s3cr3t-key-value"]
+    recent.started(running)
+    assert recent.summaries()[0]["warnings"] == ["the upstream echoed [redacted]"]
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        (b'{"input": "no model"}', {"input": "no model"}),  # JSON, but no request: shown as JSON
+        (b"\xff\xfe not JSON", "\ufffd\ufffd not JSON"),  # not even text: shown as text, what it can
+    ],
+)
+def test_the_record_of_a_body_that_was_no_request_shows_what_came(body: bytes, shown: Any) -> None:
+    refused = exchange("resp_refused", client_request=body, model=None, outcome="error", status=400)
+    recent = RecentExchanges()
+    recent.finished(refused)
+    record = recent.record("resp_refused")
+    assert record is not None and orjson.loads(record)["client_request"] == shown
 
 
 def test_kept_records_are_redacted() -> None:

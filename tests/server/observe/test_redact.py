@@ -123,3 +123,20 @@ def test_a_secret_with_json_escapes_is_found_in_serialized_json() -> None:
 def test_a_toolwire_client_key_is_hidden_by_its_shape() -> None:
     key = "twk_a1b2c3d4_" + "Z9y8X7w6V5" * 4  # an 8-character id, a 40-character secret
     assert Redactor().text(f"my key {key} leaked") == f"my key {REDACTED} leaked"
+
+
+@pytest.mark.parametrize("backslashes", [1, 2, 3])
+def test_a_configured_secret_after_literal_backslashes_is_hidden(backslashes: int) -> None:
+    """A Windows path or a regex ending in backslashes, then a key of no known shape: each
+    backslash is ``\\\\`` in the JSON, so the key starts outside any escape and is found."""
+    secret = "plain0secret0of0no0shape"
+    text = "C:" + "\\" * backslashes + secret
+    raw = orjson.dumps({"t": text})
+    assert orjson.loads(Redactor([secret]).redact_json(raw)) == {"t": "C:" + "\\" * backslashes + REDACTED}
+
+
+def test_a_configured_secret_that_would_start_inside_an_escape_is_left_after_literal_backslashes() -> None:
+    """``\\\\\\n`` in the JSON is a backslash, then a newline: "nsecret" is not in the text."""
+    secret = "nsecret0of0no0shape"
+    raw = orjson.dumps({"t": "C:\\\n" + secret[1:]})
+    assert Redactor([secret]).redact_json(raw) == raw
