@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,16 +64,35 @@ def test_several_members_or_frames_follow_one_another(coding: str) -> None:
 
 @pytest.mark.parametrize("coding", ["gzip", "zstd"])
 @pytest.mark.parametrize("size", [LIMIT, LIMIT + 1])
-def test_the_limit_applies_to_the_decoded_size(coding: str, size: int) -> None:
+@pytest.mark.parametrize("chunk", [1, 100])
+def test_the_limit_applies_to_the_decoded_size(coding: str, size: int, chunk: int) -> None:
     decoder = body_decoder(coding.encode(), LIMIT)
     assert decoder is not None
     compressed = CODECS[coding](b"a" * size)
     if size <= LIMIT:
-        assert len(decode_all(decoder, compressed, 100)) == size
+        assert len(decode_all(decoder, compressed, chunk)) == size
         return
     with pytest.raises(RequestError) as refused:
-        decode_all(decoder, compressed, 100)
-    assert refused.value.status == 413 and "decompressed" in refused.value.message
+        decode_all(decoder, compressed, chunk)
+    assert (refused.value.status, refused.value.code) == (413, "request_too_large")
+    assert refused.value.message == (
+        f"The request body is larger than the gateway's limit of {LIMIT} bytes once decompressed ({coding})."
+    )
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_an_empty_body_is_empty_in_any_coding(coding: str) -> None:
+    decoder = body_decoder(coding.encode(), LIMIT)
+    assert decoder is not None
+    assert decoder.decode(b"") == b"" and decoder.flush() == b""
+
+
+def test_a_zlib_stream_is_not_gzip() -> None:
+    decoder = body_decoder(b"gzip", LIMIT)
+    assert decoder is not None
+    with pytest.raises(RequestError) as refused:
+        decode_all(decoder, zlib.compress(b'{"model": "m"}'), 100)
+    assert refused.value.status == 400 and "not valid gzip" in refused.value.message
 
 
 @pytest.mark.parametrize("coding", ["gzip", "zstd"])
@@ -84,7 +104,25 @@ def test_a_bomb_is_refused_before_it_inflates(coding: str) -> None:
     with pytest.raises(RequestError) as refused:
         decoder.decode(bomb)
     assert refused.value.status == 413
-    assert decoder.decoded <= LIMIT + 1
+    assert decoder.decoded == LIMIT + 1
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_a_bomb_that_starts_small_is_refused_at_the_limit_too(coding: str) -> None:
+    """The room left shrinks with what was decoded: the piece that passes the limit is
+    decoded to one byte over it, never more."""
+    limit = 1_000_003  # above a zstd block (128 KiB), which comes out whole
+    bomb = CODECS[coding](bytes(64 * 1024**2))
+    decoder = body_decoder(coding.encode(), limit)
+    assert decoder is not None
+    start = 0
+    while decoder.decoded == 0:  # a few bytes at a time, until some of it is out
+        decoder.decode(bomb[start : start + 4])
+        start += 4
+    assert 0 < decoder.decoded < limit
+    with pytest.raises(RequestError):
+        decoder.decode(bomb[start:])
+    assert decoder.decoded == limit + 1
 
 
 @pytest.mark.parametrize(
@@ -104,6 +142,28 @@ def test_a_body_that_is_not_its_coding_is_a_400(coding: str, data: bytes, detail
         decode_all(decoder, data, 16)
     assert refused.value.status == 400 and detail in refused.value.message
     assert (refused.value.code, refused.value.param) == ("invalid_content_encoding", "content-encoding")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_the_400_says_what_the_decompressor_found(coding: str) -> None:
+    garbage = b"this is not compressed at all"
+    try:
+        zlib.decompressobj(wbits=31).decompress(garbage) if coding == "gzip" else zstd.decompress(garbage)
+    except (zlib.error, zstd.ZstdError) as exc:
+        found = str(exc)
+    decoder = body_decoder(coding.encode(), LIMIT)
+    assert decoder is not None
+    with pytest.raises(RequestError) as refused:
+        decoder.decode(garbage)
+    assert refused.value.message == f"The request body is not valid {coding} (Content-Encoding: {coding}): {found}."
+    truncated = body_decoder(coding.encode(), LIMIT)
+    assert truncated is not None
+    truncated.decode(CODECS[coding](b"cut short " * 100)[:20])
+    with pytest.raises(RequestError) as cut:
+        truncated.flush()
+    assert cut.value.message == (
+        f"The request body is not valid {coding} (Content-Encoding: {coding}): it ends before its compressed data does."
+    )
 
 
 @pytest.mark.parametrize(("header", "decoded"), [(b"identity", False), (b"", False), (b"GZIP", True), (b" zstd ", True), (b"x-gzip", True)])

@@ -88,8 +88,8 @@ class BodyDecoder:
             if self._stream.eof:  # the member or frame ended: what follows is another one
                 data = self._stream.unused_data
                 self._stream, self._fed = self._new_stream(), False
-            else:  # all of it was taken: the output fell short of the room left
-                data = getattr(self._stream, "unconsumed_tail", b"")
+            else:  # the output fell short of the room left: all of the input was taken
+                break
         return b"".join(out)
 
     def flush(self) -> bytes:
@@ -101,7 +101,7 @@ class BodyDecoder:
     def _new_stream(self) -> _Stream:
         if self.coding == "zstd":
             return zstd.ZstdDecompressor()
-        return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)  # gzip's header and trailer
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip's header and trailer, no other
 
     def _invalid(self, detail: str) -> RequestError:
         return RequestError(
