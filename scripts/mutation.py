@@ -5,6 +5,7 @@
     python scripts/mutation.py --changed HEAD^ --budget 420   # what CI runs (scripts/test.sh)
     python scripts/mutation.py translate.chat        # one declared part of a package
     python scripts/mutation.py translate/anthropic   # any subfolder or module, while working on it
+    python scripts/mutation.py server.edge --resume  # its last run, carried on to today's source and tests
 
 A package is a folder of ``src/toolwire`` (``tools``) or a top-level module (``cli``).
 A package too large for one run to be repeated while working on it is reported in the
@@ -90,6 +91,20 @@ PARTS: dict[str, dict[str, list[str]]] = {
         "chat": ["chat/*.py"],
         "responses": ["responses/*.py"],
         "anthropic": ["anthropic/*.py"],
+    },
+    "server": {
+        "observe": ["observe/*.py"],
+        # The connection's edge: sockets, protocols, workers, limits, who may come in.
+        "edge": [
+            "_connections.py", "_websocket.py", "_asgi.py", "_content_coding.py", "_uvicorn.py",
+            "_workers.py", "_capacity.py", "_limits.py", "_transport.py", "_settings.py", "_auth.py",
+        ],
+        # A request's way through: the app, its routes, the exchange, what is stored.
+        "exchange": [
+            "__init__.py", "types.py", "_admin.py", "_answer.py", "_app.py", "_compaction.py",
+            "_errors.py", "_exchange.py", "_factory.py", "_history.py", "_http_responses.py",
+            "_model_list.py", "_pipeline.py", "_routing.py", "_stored.py", "_unsampled.py",
+        ],
     },
 }
 
@@ -248,7 +263,8 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
             # One hypothesis seed: every mutant meets the same examples, so a property
             # test's verdict is the mutant's doing, not the luck of the draw.
-            'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--hypothesis-seed=0"]',
+            # scripts/mutation_order.py: each mutant's tests fastest first (same verdicts).
+            'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--hypothesis-seed=0", "-p", "mutation_order"]',
             # Each mutant is forked from a server that has only collected the tests: forked
             # from the process that ran them all once (mutmut's default), a mutant would
             # inherit the caches they filled (tool catalogs and what is derived from them),
@@ -274,14 +290,16 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{value}"' for value in values) + "]"
 
 
-def run_mutmut(work: Path, jobs: int, budget: float | None = None) -> float:
-    """Run mutmut in ``work``; past ``budget`` seconds stop it (its results so far are kept)."""
+def run_mutmut(work: Path, jobs: int, budget: float | None = None, names: list[str] | None = None) -> float:
+    """Run mutmut in ``work`` (only the mutants ``names``, if given, whatever their verdicts
+    so far); past ``budget`` seconds stop it (its results so far are kept)."""
     mutmut = Path(sys.executable).parent / "mutmut"
-    env = dict(os.environ, PYTHONPATH=str(work / "mutants" / "src"))
+    # The mutants first; scripts/ for the pytest plugin mutation_order.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work / "mutants" / "src"), str(ROOT / "scripts")]))
     started = time.monotonic()
-    with (work / "mutmut.log").open("w") as log:
+    with (work / "mutmut.log").open("a") as log:
         process = subprocess.Popen(
-            [str(mutmut), "run", "--max-children", str(jobs)],
+            [str(mutmut), "run", "--max-children", str(jobs), *(names or [])],
             cwd=work, env=env, stdout=log, stderr=log, start_new_session=True,
         )
         try:
@@ -427,8 +445,56 @@ def run(label: str, mutate: list[str], tests: list[str], command: str, jobs: int
     started = dt.datetime.now(dt.UTC)
     work = prepare(label, mutate, tests)
     seconds = run_mutmut(work, jobs, budget)
+    record_run(work, command, started, seconds)
+    return outcome_of(work, label)
+
+
+def resume(label: str, command: str, jobs: int) -> Outcome:
+    """Carry the run in ``label``'s scratch copy on to the repository as it is now.
+
+    Its ``src/`` and ``tests/`` are replaced by the repository's; mutmut then mutates again
+    the functions that changed and runs their mutants, learns which functions the new
+    tests reach, and keeps every other verdict. Then each mutant not killed (and not
+    listed as equivalent) is run again against the tests that now reach it. The tests
+    only ever grow in between, so a mutant killed before is still killed.
+    """
+    work = SCRATCH / label
+    if not (work / "mutants").is_dir():
+        raise SystemExit(f"nothing to resume: {work} holds no mutmut run (run `scripts/mutation.sh {label}` first)")
+    started = dt.datetime.now(dt.UTC)
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    for folder in ("src", "tests"):
+        shutil.rmtree(work / folder)
+        # copy2 keeps each file's time: mutmut mutates again only the files changed since.
+        shutil.copytree(ROOT / folder, work / folder, ignore=ignore)
+    seconds = run_mutmut(work, jobs)
+    _, survivors = collect(work)
+    again = [s.name for s in survivors if s.equivalent_reason is None and s.status != NOT_RUN]
+    if again:
+        seconds += run_mutmut(work, jobs, names=again)
+    record_run(work, f"{command} ({len(again)} mutants not killed run again)", started, seconds)
+    return outcome_of(work, label)
+
+
+def record_run(work: Path, command: str, started: dt.datetime, seconds: float) -> None:
+    """Note a run in the scratch copy (``runs.json``): a resumed report lists them all."""
+    runs_file = work / "runs.json"
+    runs = json.loads(runs_file.read_text()) if runs_file.is_file() else []
+    runs.append({"command": command, "started": started.isoformat(), "seconds": seconds})
+    runs_file.write_text(json.dumps(runs, indent=1))
+
+
+def outcome_of(work: Path, label: str) -> Outcome:
+    """The verdicts in ``work`` now, with the runs that gave them."""
+    runs = json.loads((work / "runs.json").read_text())
+    command = ", then ".join(
+        f"{entry['command']} ({dt.datetime.fromisoformat(entry['started']):%Y-%m-%d %H:%M} UTC)" if len(runs) > 1
+        else entry["command"]
+        for entry in runs
+    )
     statuses, survivors = collect(work)
-    return Outcome(label, command, started, seconds, statuses, survivors)
+    started = dt.datetime.fromisoformat(runs[0]["started"])
+    return Outcome(label, command, started, sum(entry["seconds"] for entry in runs), statuses, survivors)
 
 
 def committed_scores(package: str) -> list[float]:
@@ -465,11 +531,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changed", metavar="BASE_REV", help="mutate only the files changed since BASE_REV")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--fail-under", type=float, default=90.0, help="lowest passing score in %% (default 90)")
+    parser.add_argument("--resume", action="store_true",
+                        help="carry each named package's or part's last run on to the current source and "
+                             "tests, in its scratch copy (see resume), instead of starting afresh")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="with --changed: stop mutmut after this long and judge the mutants run so far")
     args = parser.parse_args(argv)
     if bool(args.packages) == bool(args.changed):
         parser.error("name packages, or give --changed BASE_REV (not both)")
+    if args.resume and args.changed:
+        parser.error("--resume carries on the runs of named packages, not --changed")
 
     if args.changed:
         files = changed_files(args.changed)
@@ -496,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     for package in args.packages:
         command = f"scripts/mutation.sh {package}"
         if "/" in package:
+            if args.resume:
+                parser.error("--resume carries on packages and declared parts")
             label = package.replace("/", "-")
             outcome = run(label, package_files(package), tests_for(package), command, args.jobs)
             report = render(outcome, args.fail_under)
@@ -508,11 +581,17 @@ def main(argv: list[str] | None = None) -> int:
             # A package reported in parts: the part named, or each of them in turn.
             for part_name in [part] if part else list(PARTS[name]):
                 label = f"{name}.{part_name}"
-                modules = part_files(name, part_name)
-                outcome = run(label, modules, tests_for(name), f"scripts/mutation.sh {label}", args.jobs)
+                if args.resume:
+                    outcome = resume(label, f"scripts/mutation.sh {label} --resume", args.jobs)
+                else:
+                    modules = part_files(name, part_name)
+                    outcome = run(label, modules, tests_for(name), f"scripts/mutation.sh {label}", args.jobs)
                 failed |= write_report(label, outcome, args.fail_under)
             continue
-        outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
+        if args.resume:
+            outcome = resume(package, f"{command} --resume", args.jobs)
+        else:
+            outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
         failed |= write_report(package, outcome, args.fail_under)
     return 1 if failed else 0
 
