@@ -11,9 +11,11 @@ import asyncio
 import contextlib
 import re
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -235,6 +237,31 @@ async def test_a_second_request_on_a_kept_alive_connection_has_its_own_head_dead
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_pipelined_head_waits_for_the_answer_before_it_without_a_deadline(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head deadline is for a client that stalls, not for one whose next request is
+    early: while the answer before it streams, a pipelined head's clock does not run."""
+    release = threading.Event()
+    upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("slow"), release=release))
+    body = b'{"model": "m", "input": "hi", "stream": true}'
+    try:
+        async with bounded(upstream, monkeypatch, keep_alive_timeout=30) as served:
+            client = await served.connect(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            first = await asyncio.wait_for(client.reader.readuntil(b"response.output_text.delta"), 30)
+            await client.send(b"GET /healthz HTTP/1.1\r\n")  # the next request's head begins
+            await asyncio.sleep(2 * BOUNDS["client_header_timeout"])  # past the head deadline, the answer still streaming
+            release.set()
+            first += await asyncio.wait_for(client.reader.readuntil(b"0\r\n\r\n"), 30)  # the stream's last chunk
+            await client.send(b"Host: x\r\nConnection: close\r\n\r\n")
+            second = await client.until_closed()
+    finally:
+        release.set()
+    assert status_of(first) == 200 and b"response.completed" in first
+    assert status_of(second) == 200 and second.endswith(b'{"status":"ok"}')
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_at_the_cap_the_longest_idle_connection_makes_room(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch, max_connections=2, keep_alive_timeout=30, client_header_timeout=30) as served:
         before = await served.tripped()
@@ -431,3 +458,36 @@ async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
         answer = await newcomer.until_closed()
         assert await waiting.until_closed() == b"", "the one still waiting was closed to make room"
     assert status_of(answer) == 200
+
+
+async def test_bytes_pending_are_those_the_kernel_holds_unread() -> None:
+    """What spares a connection from being reclaimed: its request's bytes have arrived but
+    the busy event loop has not read them yet (reading paused here, as a busy loop would)."""
+    loop = asyncio.get_running_loop()
+    accepted: asyncio.Future[asyncio.Transport] = loop.create_future()
+
+    class Unread(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            transport.pause_reading()
+            accepted.set_result(transport)
+
+    server = await loop.create_server(Unread, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        transport = await asyncio.wait_for(accepted, 10)
+        connection = SimpleNamespace(transport=transport)  # what bytes_pending reads of the protocol
+        assert _connections.BoundedHttpToolsProtocol.bytes_pending(connection) is False  # type: ignore[arg-type]
+        writer.write(b"GET /healthz HTTP/1.1\r\n")
+        await writer.drain()
+        for _ in range(200):  # until the bytes are in the kernel's buffer, bounded (10 s)
+            if _connections.BoundedHttpToolsProtocol.bytes_pending(connection):  # type: ignore[arg-type]
+                break
+            await asyncio.sleep(0.05)
+        assert _connections.BoundedHttpToolsProtocol.bytes_pending(connection) is True  # type: ignore[arg-type]
+        writer.close()
+        transport.close()
+    finally:
+        server.close()
+        await server.wait_closed()
