@@ -247,6 +247,8 @@ def test_summaries_of_exchanges_in_progress_are_redacted() -> None:
     running.warnings = ["the upstream echoed s3cr3t-key-value"]
     recent.started(running)
     assert recent.summaries()[0]["warnings"] == ["the upstream echoed [redacted]"]
+    record = recent.record("resp_running")
+    assert record is not None and orjson.loads(record)["warnings"] == ["the upstream echoed [redacted]"]
 
 
 @pytest.mark.parametrize(

@@ -162,6 +162,7 @@ def test_tokens_by_kind() -> None:
         ({"outcome": "failed", "error": "too long", "error_kind": "context_length_exceeded"}, "stream_context_length_exceeded"),
         ({"outcome": "disconnected"}, None),
         ({"outcome": "incomplete"}, None),
+        ({"outcome": "failed", "error": "cut"}, "stream_unknown"),
     ],
 )
 def test_upstream_error_kinds(fields: dict[str, Any], kind: str | None) -> None:
@@ -180,6 +181,20 @@ def test_an_in_stream_upstream_failure_is_an_upstream_error(upstream: ChatUpstre
 def test_bounded_label_passes_known_values_and_caps_new_ones() -> None:
     label = BoundedLabel(2)
     assert [label(v) for v in ("a", "b", "c", "a", None, "b")] == ["a", "b", OTHER, "a", "", "b"]
+
+
+def test_a_label_value_of_up_to_120_characters_passes() -> None:
+    label = BoundedLabel(10)
+    assert [label("m" * 120), label("m" * 121)] == ["m" * 120, OTHER]
+
+
+def test_tokens_of_a_kind_the_upstream_reported_none_of_are_not_counted() -> None:
+    observer = MetricsObserver()
+    usage = {"input_tokens": 10, "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}}
+    observer.finished(exchange(usage=usage))
+    found = scrape(observer)
+    kinds = {dict(labels)["kind"] for (name, labels) in found if name == "toolwire_tokens_total"}
+    assert kinds == {"input"}
 
 
 FAMILIES: dict[str, tuple[str, str, list[str] | None]] = {
