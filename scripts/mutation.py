@@ -270,6 +270,10 @@ def prepare(label: str, mutate: list[str], tests: list[str]) -> Path:
             # inherit the caches they filled (tool catalogs and what is derived from them),
             # and the mutated code behind a cached value would never run.
             'process_isolation = "forkserver"',
+            # A mutant that hangs is stopped after 3 times its tests' time (mutmut's default is
+            # 15): the connection code's hanging mutants otherwise cost minutes each. Still
+            # wall-clock room for a machine loaded twice over.
+            "timeout_multiplier = 3.0",
             "",
         ]
     )
