@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
+from starlette.testclient import TestClient
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
@@ -30,6 +32,25 @@ def test_logs_metrics_and_the_inspector_when_it_is_on() -> None:
     observed = observability(observed_config("http://127.0.0.1:9/v1"), environ={})
     assert [type(o) for o in observed.observers] == [LogObserver, MetricsObserver, RecentExchanges]
     assert "/metrics" in paths(observed.routes) and "/ui/api/exchanges" in paths(observed.routes)
+
+
+def test_the_inspector_is_bounded_as_the_server_section_says() -> None:
+    config = observed_config("http://127.0.0.1:9/v1", inspector_max_exchanges=7, inspector_max_bytes=70_000)
+    [recent] = [o for o in observability(config, environ={}).observers if isinstance(o, RecentExchanges)]
+    assert (recent.max_exchanges, recent.max_bytes) == (7, 70_000)
+
+
+def test_an_inspector_on_a_gateway_whose_store_holds_keys_wants_an_admin_key(upstream: ChatUpstream) -> None:
+    """Keys of the store do not open the inspector (it shows every key's traffic)."""
+
+    async def store_holds_keys() -> bool:
+        return True
+
+    app_routes = observability(observed_config(upstream.base_url), requires_key=store_holds_keys, environ={}).routes
+    app = Starlette(routes=app_routes)
+    with TestClient(app, client=("127.0.0.1", 50000)) as client:
+        refused = client.get("/ui/api/exchanges")
+    assert refused.status_code == 401 and "--admin-key-env" in refused.json()["error"]["message"]
 
 
 def test_without_capture_or_inspector_no_observer_records_traffic() -> None:
