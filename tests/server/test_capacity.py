@@ -75,3 +75,20 @@ def test_the_soft_limit_is_lifted_to_the_hard_one(restored_limit: tuple[int, int
     assert raise_open_files_limit() == hard == open_files_limit()
     assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
     assert raise_open_files_limit() == hard  # already there: nothing to do
+
+
+@pytest.mark.parametrize("refusal", [ValueError("not below the hard limit"), OSError(1, "Operation not permitted")])
+def test_a_kernel_that_refuses_the_hard_limit_leaves_the_soft_one(
+    restored_limit: tuple[int, int], monkeypatch: pytest.MonkeyPatch, refusal: Exception
+) -> None:
+    """Some kernels refuse an infinite hard limit as a soft one (ValueError or EPERM):
+    serving goes on with the soft limit. The kernel's refusal is simulated: as root on
+    Linux, with a finite hard limit, it never refuses."""
+    hard = restored_limit[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+
+    def refuse(which: int, limits: tuple[int, int]) -> None:
+        raise refusal
+
+    monkeypatch.setattr(resource, "setrlimit", refuse)
+    assert raise_open_files_limit() == min(256, hard) == open_files_limit()

@@ -212,6 +212,71 @@ async def test_a_body_that_keeps_coming_is_waited_for(upstream: ChatUpstream, mo
     assert status_of(answer) == 200 and b"worth the wait" in answer
 
 
+async def trickle(client: Raw, body: bytes, piece: int, every: float) -> None:
+    """``body``, ``piece`` bytes every ``every`` seconds (the pace is the subject here)."""
+    for start in range(0, len(body), piece):
+        await client.send(body[start : start + piece])
+        await asyncio.sleep(every)
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_that_stops_after_its_first_check_is_checked_again(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes 0.3 s in, then nothing: at the first check (0.5 s) the client is within its
+    0.5 s, so the check is set again for then, and ends the request."""
+    async with bounded(upstream, monkeypatch) as served:
+        client = await served.connect(REQUEST_HEAD + b"Content-Length: 100\r\n\r\n" + b'{"model"')
+        await asyncio.sleep(0.3)
+        await client.send(b': "m", ')
+        answer = await client.until_closed(timeout=10)
+    assert status_of(answer) == 408
+    assert error_of(answer)["message"].startswith("The request body arrived too slowly: 15 bytes in ")
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_a_little_faster_than_the_minimum_rate_is_waited_for(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30 bytes/s against a minimum of 20, no gap near the 0.5 s timeout: the rate's
+    allowance (the timeout, then a second for each 20 bytes) is never passed."""
+    upstream.enqueue(Text("worth the wait"))
+    body = b'{"model": "m", "input": "' + b"x" * 24 + b'"}'  # 52 bytes, 1.8 s
+    async with bounded(upstream, monkeypatch, client_body_min_rate=20) as served:
+        client = await served.connect(REQUEST_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        await trickle(client, body, 3, 0.1)
+        answer = await client.until_closed()
+    assert status_of(answer) == 200 and b"worth the wait" in answer
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_under_the_minimum_rate_is_refused_though_it_never_pauses(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10 bytes/s against a minimum of 20: never a gap of the 0.5 s timeout, but past
+    its allowance after about a second, checked again and again until then."""
+    body = b'{"model": "m", "input": "' + b"x" * 40 + b'"}'  # 68 bytes, 6.8 s at this pace
+    async with bounded(upstream, monkeypatch, client_body_min_rate=20) as served:
+        client = await served.connect(REQUEST_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        sending = asyncio.ensure_future(trickle(client, body, 1, 0.1))
+        answer = await client.until_closed()
+        sending.cancel()
+    assert status_of(answer) == 408
+    assert error_of(answer)["message"].startswith("The request body arrived too slowly: ")
+    assert upstream.requests == []
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_request_answered_before_its_body_is_not_answered_again_when_the_body_stalls(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bounded(upstream, monkeypatch, max_body_bytes=1000) as served:
+        client = await served.connect(REQUEST_HEAD + b"Content-Length: 5000\r\n\r\n" + b'{"model"')  # then nothing
+        answer = await client.until_closed()
+    assert status_of(answer) == 413
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+
+
 @pytest.mark.usefixtures("fresh_table")
 async def test_an_idle_kept_alive_connection_is_closed(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch) as served:
