@@ -89,3 +89,12 @@ def test_the_gateways_redactor_hides_them_all() -> None:
     redactor = observability(gateway, client_keys=[b"client-key"], admin_keys=[b"admin-key"], environ=environ).redactor
     text = f"k3y client-key admin-key url-password proxy-password {basic('puser', 'proxy-password')}"
     assert redactor.text(text) == " ".join(["[redacted]"] * 6)
+
+
+def test_a_client_key_that_is_not_utf8_is_hidden_as_it_reads() -> None:
+    assert known_secrets(config(), [b"\xffraw-bytes-key"], {}) == ["\ufffdraw-bytes-key"]
+
+
+def test_an_upstream_without_a_url_does_not_end_the_search() -> None:
+    gateway = config({"name": "m", "kind": "mock"}, {"name": "a", "base_url": "http://user:behind-the-mock@127.0.0.1:1/v1"})
+    assert known_secrets(gateway, [], {}) == ["behind-the-mock", "behind-the-mock"]

@@ -183,6 +183,14 @@ def test_bounded_label_passes_known_values_and_caps_new_ones() -> None:
     assert [label(v) for v in ("a", "b", "c", "a", None, "b")] == ["a", "b", OTHER, "a", "", "b"]
 
 
+def test_a_hundred_models_are_counted_by_name_and_the_rest_as_other() -> None:
+    observer = MetricsObserver()
+    for n in range(101):
+        observer.finished(exchange(f"resp_{n}", model=f"model-{n}"))
+    models = label_values(scrape(observer), "toolwire_requests_total", "model")
+    assert models == {f"model-{n}" for n in range(100)} | {OTHER}
+
+
 def test_a_label_value_of_up_to_120_characters_passes() -> None:
     label = BoundedLabel(10)
     assert [label("m" * 120), label("m" * 121)] == ["m" * 120, OTHER]
