@@ -206,17 +206,24 @@ def test_a_record_of_exactly_the_largest_size_is_kept_whole() -> None:
     assert record is not None and "larger than the inspector keeps" in orjson.loads(record)["traffic_omitted"]
 
 
+def same_size(request_id: str) -> Exchange:
+    """An exchange whose record is as long as every other one's (the same times)."""
+    made = exchange(request_id)
+    made.received_at, made.started_at, made.finished_at = 1_700_000_000.0, 10.0, 10.5
+    return made
+
+
 def test_the_bytes_kept_are_those_of_the_exchanges_kept() -> None:
     one = RecentExchanges()
-    one.finished(exchange("resp_0"))
-    size = one.kept_bytes  # every exchange below is the same size
+    one.finished(same_size("resp_0"))
+    size = one.kept_bytes
     recent = RecentExchanges(max_exchanges=2)
     for n in range(5):
-        recent.finished(exchange(f"resp_{n}"))
+        recent.finished(same_size(f"resp_{n}"))
         assert recent.kept_bytes == min(n + 1, 2) * size
     exactly_two = RecentExchanges(max_bytes=2 * size)
     for n in range(3):
-        exactly_two.finished(exchange(f"resp_{n}"))
+        exactly_two.finished(same_size(f"resp_{n}"))
     assert [s["request_id"] for s in exactly_two.summaries()] == ["resp_2", "resp_1"]
     assert exactly_two.kept_bytes == 2 * size
 
