@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import re
 from collections.abc import AsyncIterator
@@ -26,6 +27,7 @@ from tests.support.chat_upstream import ChatUpstream, HttpError, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from toolwire.config import GatewayConfig
+from toolwire.keys import STATIC_KEY_NAME
 
 JSON = dict[str, Any]
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
@@ -199,12 +201,15 @@ async def test_a_message_that_is_not_a_response_create_gets_an_error_and_the_con
     assert text_of(after) == "still here"
 
 
-async def test_a_message_that_is_not_json(upstream: ChatUpstream) -> None:
-    async with gateway(chat_config(upstream.base_url)) as gw, session(gw) as ws:
-        await ws.send("{nope")
-        refused = await next_event(ws)
+async def test_a_message_that_is_not_json(upstream: ChatUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="toolwire.server"):
+        async with gateway(chat_config(upstream.base_url)) as gw, session(gw) as ws:
+            await ws.send("{nope")
+            refused = await next_event(ws)
     assert (refused["status"], refused["error"]["code"]) == (400, "invalid_json")
     assert refused["error"]["message"].startswith("The message is not valid JSON: ")
+    said = [r.getMessage() for r in caplog.records if r.name == "toolwire.server" and r.levelno == logging.INFO]
+    assert f"websocket message refused: {refused['error']['message']}" in said
 
 
 async def test_a_message_nested_too_deeply(upstream: ChatUpstream) -> None:
@@ -312,6 +317,8 @@ async def test_a_connection_without_a_key_is_refused(upstream: ChatUpstream, mon
                 pass
         async with session(gw, Authorization="Bearer ws-key-1") as ws:
             accepted = completed(await create(ws, input="hi"))
+        counted = await gw.metric("toolwire_key_requests_total", key=STATIC_KEY_NAME, model="m", status="200")
+    assert counted == 1  # the request was the key's, as over HTTP
     response = refused.value.response
     assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
     assert json.loads(response.body)["error"]["code"] == "invalid_api_key"
