@@ -191,6 +191,15 @@ def test_a_hundred_models_are_counted_by_name_and_the_rest_as_other() -> None:
     assert models == {f"model-{n}" for n in range(100)} | {OTHER}
 
 
+def test_the_observer_counts_into_the_registry_it_is_given() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    MetricsObserver(registry=registry).finished(exchange())
+    assert value(samples(generate_latest(registry).decode()), "toolwire_requests_total",
+                 model="m", upstream="local", status="200", outcome="completed") == 1
+
+
 def test_a_label_value_of_up_to_120_characters_passes() -> None:
     label = BoundedLabel(10)
     assert [label("m" * 120), label("m" * 121)] == ["m" * 120, OTHER]

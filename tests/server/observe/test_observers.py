@@ -85,3 +85,13 @@ async def test_a_finished_exchange_of_a_stored_key_is_charged_what_it_used() -> 
     await gate.aclose()  # the usage is recorded in the background; closing waits for it
     [row] = await store.usage()
     assert (row.key_id, row.model, row.requests, row.input_tokens, row.output_tokens) == (alice.id, "m", 1, 7, 3)
+
+
+def test_a_log_observer_made_without_a_redactor_still_hides_keys_by_their_shape(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    finished = exchange(outcome="error", status=401, error="bad key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx", error_kind="UpstreamError")
+    with caplog.at_level(logging.INFO, logger="toolwire.exchange"):
+        LogObserver().finished(finished)
+    [(_, line)] = logged(caplog)
+    assert line["error"] == "bad key [redacted]"

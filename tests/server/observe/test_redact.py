@@ -140,3 +140,8 @@ def test_a_configured_secret_that_would_start_inside_an_escape_is_left_after_lit
     secret = "nsecret0of0no0shape"
     raw = orjson.dumps({"t": "C:\\\n" + secret[1:]})
     assert Redactor([secret]).redact_json(raw) == raw
+
+
+def test_a_secret_inside_a_longer_one_does_not_cut_the_longer_one_short() -> None:
+    """Longer secrets are replaced first, whatever their order by letters."""
+    assert Redactor(["b1234567", "a1234567b1234567"]).text("x a1234567b1234567 y") == f"x {REDACTED} y"
