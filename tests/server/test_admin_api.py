@@ -47,6 +47,7 @@ async def test_keys_made_listed_used_and_revoked(upstream: ChatUpstream, tmp_pat
     async with admin_gateway(upstream, tmp_path) as client:
         made = await client.post("/admin/keys", json={"name": "alice", "models": ["m"], "rpm": 60}, headers=as_admin())
         assert (made.status_code, made.headers["cache-control"]) == (201, "no-store")
+        assert made.headers["content-type"] == "application/json"
         key = made.json()["key"]
         assert made.json()["name"] == "alice" and made.json()["rpm"] == 60 and made.json()["prefix"] == key[:12]
         used = await client.post("/v1/responses", json={"model": "m", "input": "hi"}, headers=as_admin(key))
@@ -103,7 +104,7 @@ async def test_only_an_admin_key_opens_the_admin_api(upstream: ChatUpstream, tmp
 async def test_without_admin_keys_the_admin_api_is_off(upstream: ChatUpstream, tmp_path: Path) -> None:
     async with admin_gateway(upstream, tmp_path, admin_key_env=None) as client:
         off = await client.get("/admin/usage", headers=as_admin())
-    assert (off.status_code, off.headers["cache-control"]) == (404, "no-store")
+    assert (off.status_code, off.headers["cache-control"], off.headers["content-type"]) == (404, "no-store", "application/json")
     assert "www-authenticate" not in off.headers
     assert off.json()["error"] == {
         "message": "The admin API is off: start the gateway with --admin-key-env VAR (VAR holding the admin key).",

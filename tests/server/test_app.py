@@ -105,7 +105,7 @@ async def test_a_request_body_over_the_limit(upstream: ChatUpstream) -> None:
 async def test_a_coding_the_gateway_does_not_decode(upstream: ChatUpstream) -> None:
     async with gateway_client(chat_config(upstream.base_url)) as client:
         refused = await client.post("/v1/responses", content=b"{}", headers={"Content-Encoding": "br"})
-    assert refused.status_code == 415
+    assert refused.status_code == 415 and refused.headers["content-type"] == "application/json"
     assert refused.json()["error"] == {
         "message": "The request body's Content-Encoding 'br' is not supported; send it as it is, or compressed with "
         "gzip or zstd.",

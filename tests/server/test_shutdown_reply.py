@@ -87,3 +87,17 @@ async def test_a_stream_that_began_is_ended_with_response_failed_when_the_grace_
     assert starts == [200]
     body = b"".join(message.get("body", b"") for message in client.sent if message["type"] == "http.response.body")
     assert b"event: response.failed" in body and b"The gateway is shutting down." in body, body[-500:]
+
+
+async def test_an_error_reply_that_began_gets_no_second_status_when_the_grace_ends() -> None:
+    app = build_app(parse_config(CONFIG))
+    client = StalledClient({"model": "m", "input": 12345})  # not a request: answered 400
+    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
+    async with asyncio.timeout(30):
+        await client.blocked.wait()
+    serving.cancel()
+    await asyncio.gather(serving, return_exceptions=True)
+    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
+    assert starts == [400]
+    start = next(message for message in client.sent if message["type"] == "http.response.start")
+    assert (b"content-type", b"application/json") in start["headers"]

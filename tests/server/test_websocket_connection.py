@@ -156,6 +156,15 @@ async def test_a_failed_continuation_forgets_the_response_it_named(upstream: Cha
     assert (gone["status"], gone["error"]["code"]) == (404, "previous_response_not_found")
 
 
+async def test_a_continuation_of_a_response_never_held_fails_and_the_connection_goes_on(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("still serving"))
+    async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
+        [unknown] = await create(ws, input="two", previous_response_id="resp_never_made", store=False)
+        after = completed(await create(ws, input="fresh", store=False))
+    assert (unknown["status"], unknown["error"]["code"]) == (404, "previous_response_not_found")
+    assert text_of(after) == "still serving"
+
+
 async def test_generate_false_creates_an_empty_response_to_continue(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("answered"))
     tools = [{"type": "function", "name": "ls", "parameters": {"type": "object"}}]
