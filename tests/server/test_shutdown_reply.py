@@ -63,41 +63,36 @@ def scope() -> dict[str, Any]:
     }
 
 
-async def test_a_reply_that_began_gets_no_second_status_when_the_grace_ends() -> None:
+async def cut_at_its_first_body(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the app sent for ``request`` when cancelled (the grace period over) while its
+    first body message was being written."""
     app = build_app(parse_config(CONFIG))
-    client = StalledClient({"model": "m", "input": "hello", "stream": False})
-    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
-    async with asyncio.timeout(30):
-        await client.blocked.wait()
-    serving.cancel()  # the grace period is over
-    await asyncio.gather(serving, return_exceptions=True)
-    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
-    assert starts == [200]
-
-
-async def test_a_stream_that_began_is_ended_with_response_failed_when_the_grace_ends() -> None:
-    app = build_app(parse_config(CONFIG))
-    client = StalledClient({"model": "m", "input": "hello", "stream": True})
+    client = StalledClient(request)
     serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
     async with asyncio.timeout(30):
         await client.blocked.wait()
     serving.cancel()
     await asyncio.gather(serving, return_exceptions=True)
-    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
-    assert starts == [200]
-    body = b"".join(message.get("body", b"") for message in client.sent if message["type"] == "http.response.body")
+    return client.sent
+
+
+def statuses(sent: list[dict[str, Any]]) -> list[int]:
+    return [message["status"] for message in sent if message["type"] == "http.response.start"]
+
+
+async def test_a_reply_that_began_gets_no_second_status_when_the_grace_ends() -> None:
+    assert statuses(await cut_at_its_first_body({"model": "m", "input": "hello", "stream": False})) == [200]
+
+
+async def test_a_stream_that_began_is_ended_with_response_failed_when_the_grace_ends() -> None:
+    sent = await cut_at_its_first_body({"model": "m", "input": "hello", "stream": True})
+    assert statuses(sent) == [200]
+    body = b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")
     assert b"event: response.failed" in body and b"The gateway is shutting down." in body, body[-500:]
 
 
 async def test_an_error_reply_that_began_gets_no_second_status_when_the_grace_ends() -> None:
-    app = build_app(parse_config(CONFIG))
-    client = StalledClient({"model": "m", "input": 12345})  # not a request: answered 400
-    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
-    async with asyncio.timeout(30):
-        await client.blocked.wait()
-    serving.cancel()
-    await asyncio.gather(serving, return_exceptions=True)
-    starts = [message["status"] for message in client.sent if message["type"] == "http.response.start"]
-    assert starts == [400]
-    start = next(message for message in client.sent if message["type"] == "http.response.start")
+    sent = await cut_at_its_first_body({"model": "m", "input": 12345})  # not a request: answered 400
+    assert statuses(sent) == [400]
+    start = next(message for message in sent if message["type"] == "http.response.start")
     assert (b"content-type", b"application/json") in start["headers"]
