@@ -19,7 +19,9 @@ import pytest
 
 from tests.support.gateway import UPSTREAM_KEY_ENV, GatewayProcess
 from tests.support.responses_upstream import ResponsesUpstream, Whole, answer, message
+from tests.support.served import gateway_client
 from toolwire.compaction import COMPACTION_PROMPT, SEALED_PREFIX, SUMMARY_HEADING
+from toolwire.config import GatewayConfig, parse_config
 from toolwire.protocol import SSEDecoder
 
 JSON = dict[str, Any]
@@ -176,3 +178,49 @@ def test_a_gateway_compaction_opens_for_a_backend_that_compacts_itself(
     stream(gateway, {"model": "native-model", "input": [item, {"role": "user", "content": "Go on."}]})
     [sent] = native.bodies
     assert sent["input"][0]["content"][0]["text"] == f"{SUMMARY_HEADING}\n\nSummary from plain."
+
+
+def inspected_backend(base_url: str, *, compacts_itself: bool) -> GatewayConfig:
+    """One Responses backend, the default, with the inspector on (the record shows what
+    the backend answered)."""
+    return parse_config(f"""
+[server]
+store = "none"
+inspector = true
+
+[[upstreams]]
+name = "backend"
+kind = "responses"
+base_url = "{base_url}"
+supports_compaction = {str(compacts_itself).lower()}
+default = true
+""")
+
+
+async def compact_and_record(config: GatewayConfig) -> tuple[httpx.Response, JSON]:
+    async with gateway_client(config) as client:
+        reply = await client.post("/v1/responses/compact", json={"model": "m", "input": CONVERSATION})
+        record = (await client.get(f"/ui/api/exchanges/{reply.json()['id']}")).json()
+    return reply, record
+
+
+async def test_a_backends_own_compaction_is_the_answer_and_the_record_in_process(
+    responses_upstream: ResponsesUpstream,
+) -> None:
+    """The same, served in this process with the inspector on: the answer is a
+    ``response.compaction`` whatever object the backend named, and the backend's answer is
+    what the exchange's record shows it sent."""
+    native_answer = {"id": "resp_native", "object": "response", "created_at": 1_750_000_000,
+                     "output": [CONVERSATION[0], BACKENDS_OWN], "usage": {"input_tokens": 9, "output_tokens": 4}}  # fmt: skip
+    responses_upstream.enqueue(Whole(native_answer))
+    reply, record = await compact_and_record(inspected_backend(responses_upstream.base_url, compacts_itself=True))
+    assert reply.status_code == 200 and reply.json()["object"] == "response.compaction"
+    assert record["upstream_chunks"] == [native_answer]
+
+
+async def test_the_backends_answer_the_gateway_sealed_is_in_the_record(responses_upstream: ResponsesUpstream) -> None:
+    responses_upstream.enqueue(answer([message("The work so far: three files listed.")]))
+    reply, record = await compact_and_record(inspected_backend(responses_upstream.base_url, compacts_itself=False))
+    assert reply.status_code == 200, reply.text
+    [whole] = record["upstream_chunks"]
+    assert whole["output"][0]["content"][0]["text"] == "The work so far: three files listed."
