@@ -49,6 +49,8 @@ def shell(call: str) -> str:
         (PLAIN, '{"input": "{\\"cmd\\": \\"ls\\"}"}', '{"cmd": "ls"}', None),
         (PLAIN, '{"input": "\\u12', "", BROKEN),
         (PLAIN, '{"input": "abc\\u1', "abc", BROKEN),
+        # Broken by more than a cut escape (at most five characters): not salvaged, passed as written.
+        (PLAIN, '{"input": "abc\\x4142', '{"input": "abc\\x4142', "custom input was raw text"),
         (PLAIN, "```\na\n```\nb\n```", "```\na\n```\nb\n```", "custom input was raw text"),
         (PLAIN, "```\nabc```", "abc", "custom input was raw text; markdown fences stripped"),
         (tool(name="exec"), '{"cmd": "pwd"}', "pwd", "custom input unwrapped from 'cmd'"),

@@ -13,9 +13,10 @@ import orjson
 import pytest
 
 from toolwire.protocol import parse_request
-from toolwire.tools import ToolName
+from toolwire.tools import ToolCatalog, ToolName
 from toolwire.translate import (
     ResponsesEventWriter,
+    UpstreamToolTable,
     flat_name,
     open_reasoning,
     open_reasoning_blocks,
@@ -168,3 +169,26 @@ def test_a_stream_cut_before_its_end_still_counts_the_usage_reported_so_far() ->
             "total_tokens": 15,
         },
     )
+
+
+def tool_table(*tools: dict[str, Any]) -> UpstreamToolTable:
+    return UpstreamToolTable(ToolCatalog.from_request(parse_request({"model": "m", "input": "hi", "tools": list(tools)})))
+
+
+def function(name: str) -> dict[str, Any]:
+    return {"type": "function", "name": name, "parameters": {"type": "object"}}
+
+
+def test_tables_agree_on_names_when_every_tool_either_declares_is_named_alike() -> None:
+    """A saved translation of a history is reused only under a table that names each
+    tool the same: a tool only one table declares counts too (the other names it as an
+    undeclared one)."""
+    flat = function("collaboration__list_agents")
+    nested = {"type": "namespace", "name": "collaboration", "description": "Agents.", "tools": [function("list_agents")]}
+    assert tool_table(flat).names_agree(tool_table(flat))  # two tables, the same names
+    assert tool_table(flat, function("other")).names_agree(tool_table(flat))  # "other" is named alike either way
+    # Declared together, the one declared second finds its flat name taken and is renamed,
+    # in that table only: the namespaced tool, or the top-level one no other table declares.
+    assert not tool_table(flat, nested).names_agree(tool_table(nested))
+    assert not tool_table(nested).names_agree(tool_table(flat, nested))
+    assert not tool_table(nested, flat).names_agree(tool_table(nested))
