@@ -38,10 +38,6 @@ class Notes:
     def conversions(self) -> list[str]:
         return list(self._conversions)
 
-    def __bool__(self) -> bool:
-        """Whether anything was noted."""
-        return bool(self._warnings or self._conversions)
-
     def copy(self) -> Notes:
         copy = Notes()
         copy.extend(self)

@@ -47,8 +47,11 @@ def build_messages(
 ) -> tuple[list[ChatMessage], SerializedMessages | None]:
     """``MessageBuilder(request, table, profile, notes).build()``, resumed from the saved
     build of the history the request continues, if one fits; this request's own build
-    is saved for the next. And what of the messages is serialized already."""
-    link = request.history() if not notes else None
+    is saved for the next. And what of the messages is serialized already.
+
+    ``notes`` are empty on entry (the messages are the first thing translated), so what
+    a build saves and resumes is the notes of its items alone."""
+    link = request.history()
     if link is None:
         return MessageBuilder(request, table, profile, notes).build(), None
     saved = _saved_for(link, request, table, profile)
