@@ -67,3 +67,14 @@ def test_an_error_without_a_code_or_a_type_is_a_server_error() -> None:
     assert error_event(ErrorAnswer(500, {"error": {"message": "boom"}})) == {
         "type": "error", "status": 500, "error": {"message": "boom", "code": "server_error"},
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("failure", [OSError("the peer reset the connection"), RuntimeError("Unexpected ASGI message 'websocket.close'")])
+async def test_a_send_to_a_client_already_gone_is_given_up_quietly(failure: Exception) -> None:
+    """What the ASGI server raises when the client left (OSError) or the connection was
+    closed already (RuntimeError): there is no one left to tell, so nothing is raised."""
+
+    async def sending() -> None:
+        raise failure
+
+    await ResponsesConnection._guarded(sending())
