@@ -45,6 +45,9 @@ def shell(call: str) -> str:
         (regex("[a-z]+\\n"), '{"input": "  abc  "}', "abc\n", TRIMMED),
         (regex("[a-z]+"), '{"input": "\\u000babc"}', "\x0babc", None),  # only \r \n \t and spaces are trimmed
         (regex("[a-z]+\\n"), '{"input": "abc"}', "abc", None),  # nothing to trim: no newline is added
+        (regex("[a-z]+"), '{"input": "Xabc"}', "Xabc", None),  # only whitespace is trimmed, never letters
+        # Too long to check against its grammar (over 200,000 characters): taken as written.
+        (regex("[a-z]+"), '{"input": "abc' + " " * 200_001 + '"}', "abc" + " " * 200_001, None),
         (PLAIN, '{"patch": "x", "n": 1}', '{"patch": "x", "n": 1}', "custom input was raw JSON"),
         (PLAIN, '{"input": "{\\"cmd\\": \\"ls\\"}"}', '{"cmd": "ls"}', None),
         (PLAIN, '{"input": "\\u12', "", BROKEN),

@@ -215,8 +215,40 @@ def tool_call(**fields: Any) -> JSON:
             [("function_call", None, "exec_command", '{"input":"ls -la"}')],
             ["n3"],
         ),
+        (
+            # A native custom call, then a function call at the same index, no ids at all: a
+            # native call's input is whole at every point, so the name starts another call.
+            [
+                tool_call(index=0, type="custom", custom={"name": "apply_patch", "input": "*** Begin Patch\n"}),
+                tool_call(index=0, type="function", function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("custom_tool_call", None, "apply_patch", "*** Begin Patch\n"), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+            None,
+        ),
+        (
+            # Arguments that are a whole JSON array, then a name at the same index: another call.
+            [
+                tool_call(index=0, function={"name": "exec_command", "arguments": "[1, 2]"}),
+                tool_call(index=0, function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("function_call", None, "exec_command", "[1, 2]"), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+            None,
+        ),
+        (
+            # The name repeated on every delta, the arguments so far ending in "}" inside a
+            # string: not whole JSON yet, so the same call goes on.
+            [
+                tool_call(index=0, function={"name": "exec_command", "arguments": '{"cmd": "echo }'}),
+                tool_call(index=0, function={"name": "exec_command", "arguments": ' done"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd": "echo } done"}')],
+            None,
+        ),
     ],
-    ids=["same-index-no-ids", "same-index-new-id", "native-custom-in-pieces", "native-custom-naming-a-function"],
+    ids=[
+        "same-index-no-ids", "same-index-new-id", "native-custom-in-pieces", "native-custom-naming-a-function",
+        "native-custom-then-a-name-no-ids", "a-whole-array-then-a-name", "a-brace-inside-a-string",
+    ],
 )
 def test_calls_sharing_an_index(chunks: list[JSON], output: list[tuple[Any, ...]], call_ids: list[str] | None) -> None:
     result = run([*chunks, finish("tool_calls")])
