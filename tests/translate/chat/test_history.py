@@ -211,6 +211,7 @@ def test_a_growing_conversation_is_translated_as_if_every_item_were_new(
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.name)
 def test_a_long_session_continues_each_turn_and_saves_each_build(profile: BackendProfile) -> None:
     items = [developer("rules"), user("go")]
+    before: list[Any] = []
     for turn in range(30):
         new = [function_call(f"call_{turn}", "exec_command", '{"cmd":"ls"}'), function_output(f"call_{turn}", "out")]
         if turn % 3 == 0:
@@ -228,6 +229,12 @@ def test_a_long_session_continues_each_turn_and_saves_each_build(profile: Backen
         assert orjson.dumps(translated.chat) == orjson.dumps(translated.wire_body()) == expected
         assert turn == 0 or translated.serialized is not None  # the history's messages are not serialized again
         assert link.own is not None and link.own.derived
+        # The turn before's messages are resumed, not built again: the very same objects (but
+        # the leading system message, and that turn's last two, closed only by this one).
+        messages = translated.chat["messages"]
+        resumed = max(1, len(before) - 2)
+        assert all(now is then for now, then in zip(messages[1:resumed], before[1:resumed], strict=True))
+        before = messages
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,10 @@ def test_consecutive_user_messages_merge_only_when_the_profile_asks() -> None:
             ],
         }
     ]
+    # An empty message adds nothing to the parts it is merged with, not an empty text part.
+    assert conversation(image, {"role": "user", "content": ""}) == [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PNG}}]}
+    ]
     separate = BackendProfile(merge_consecutive_user=False)
     assert conversation(user("a"), user("b"), profile=separate) == [
         {"role": "user", "content": "a"},
