@@ -182,6 +182,11 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
         [call("collaboration__send_message", to=7, text="hi there")],
     ),
     ("glm45-no-arguments", "<tool_call>list_agents</tool_call>", [call("list_agents")]),
+    (
+        "glm45-name-on-its-own-line",
+        "<tool_call>\nexec_command\n<arg_key>cmd</arg_key>\n<arg_value>ls</arg_value>\n</tool_call>",
+        [call("exec_command", cmd="ls")],
+    ),
     # Mistral
     (
         "mistral-v13",
@@ -311,7 +316,26 @@ STAYS_TEXT: list[tuple[str, str]] = [
     ("section-with-no-call", f"{DS_BEGIN}{DS_END}"),
     ("a-bracket-at-the-end", "See [the docs]"),
     ("a-lone-opener-prefix", "x <tool_cal"),
+    # A GLM call cut short at each of its stages, at the end of the answer
+    ("glm-cut-in-its-name", "<tool_call>exec_comm"),
+    ("glm-cut-in-a-key", "<tool_call>exec_command\n<arg_key>cm"),
+    ("glm-cut-in-a-value-tag", "<tool_call>exec_command\n<arg_key>cmd</arg_key>\n<arg_va"),
+    ("glm-cut-in-a-value", "<tool_call>exec_command\n<arg_key>cmd</arg_key>\n<arg_value>l"),
+    ("glm-cut-in-its-close", "<tool_call>exec_command\n<arg_key>cmd</arg_key>\n<arg_value>ls</arg_value>\n</tool_ca"),
 ]
+
+
+def test_a_glm_call_whose_value_does_not_open_is_text_at_once() -> None:
+    """What can no longer be a call is passed on as it streams, not held to the end."""
+    recognizer = TextCallRecognizer(OFFERED, frozenset(FAMILIES))
+    released = recognizer.feed("<tool_call>exec_command\n<arg_key>cmd</arg_key>\nls -la\n")
+    assert "".join(piece.text for piece in released if isinstance(piece, Text)).startswith("<tool_call>exec_command")
+
+
+def test_a_glm_name_streamed_with_a_space_after_it_is_waited_on() -> None:
+    """Space after a name that may still be a tool's is not the end of the call."""
+    pieces = ["<tool_call>exec_command ", "\n<arg_key>cmd</arg_key>\n<arg_value>ls</arg_value>\n</tool_call>"]
+    assert recognize(pieces) == [call("exec_command", cmd="ls")]
 
 
 @pytest.mark.parametrize(("content", "expected"), [pytest.param(c, e, id=i) for i, c, e in RECOGNIZED])
