@@ -325,6 +325,31 @@ STAYS_TEXT: list[tuple[str, str]] = [
 ]
 
 
+def test_the_names_a_model_may_call_each_tool_by_and_the_parameters_it_sees() -> None:
+    run = {"type": "function", "name": "run", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+    tools = [
+        {"type": "function", "name": "bare"},  # no parameters: an empty schema
+        {"type": "custom", "name": "apply_patch"},
+        {"type": "namespace", "name": "one", "description": "", "tools": [run]},
+        {"type": "namespace", "name": "two", "description": "", "tools": [{**run, "parameters": {"type": "object"}}]},
+        {"type": "namespace", "name": "solo", "description": "", "tools": [{"type": "function", "name": "only"}]},
+    ]
+    table = UpstreamToolTable(ToolCatalog.from_request(parse_request({"model": "m", "input": "hi", "tools": tools})))
+    raw_input = {"type": "object", "properties": {"input": {"type": "string"}}}
+    assert offered_tools(table) == {
+        "bare": {},
+        "apply_patch": raw_input,
+        "one__run": run["parameters"],
+        "two__run": {"type": "object"},
+        "solo__only": {},
+        # A tool's own or dotted name, when only one tool has it ("run" is two tools' name).
+        "one.run": run["parameters"],
+        "two.run": {"type": "object"},
+        "only": {},
+        "solo.only": {},
+    }
+
+
 def test_a_glm_call_whose_value_does_not_open_is_text_at_once() -> None:
     """What can no longer be a call is passed on as it streams, not held to the end."""
     recognizer = TextCallRecognizer(OFFERED, frozenset(FAMILIES))

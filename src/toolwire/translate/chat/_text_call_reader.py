@@ -246,10 +246,9 @@ def _declared_types(schema: Any) -> set[str]:
 
 
 def _fits(value: Any, types: set[str]) -> bool:
-    kinds = {
+    kinds = {  # no "boolean": converted took true and false, the only JSON booleans, already
         "object": isinstance(value, dict),
         "array": isinstance(value, list),
-        "boolean": isinstance(value, bool),
         "integer": isinstance(value, int) and not isinstance(value, bool),
         "number": isinstance(value, int | float) and not isinstance(value, bool),
         "null": value is None,
