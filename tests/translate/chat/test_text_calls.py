@@ -145,6 +145,11 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
     ),
     # Qwen3-Coder: raw values converted by the schema
     (
+        "qwen3-coder-compact",
+        "<tool_call><function=exec_command><parameter=cmd>ls</parameter></function></tool_call>",
+        [call("exec_command", cmd="ls")],
+    ),
+    (
         "qwen3-coder",
         "<tool_call>\n<function=exec_command>\n<parameter=cmd>\nls -la\n</parameter>\n"
         "<parameter=yield_time_ms>\n1500\n</parameter>\n<parameter=tty>\nTrue\n</parameter>\n"
@@ -348,6 +353,19 @@ def test_the_names_a_model_may_call_each_tool_by_and_the_parameters_it_sees() ->
         "only": {},
         "solo.only": {},
     }
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        "<tool_call>\n<div>not a function</div>\n",  # a tag that is no <function=
+        "<tool_call>\n<function=no_tool_is_named_like_this",  # a name no offered tool begins with
+    ],
+)
+def test_a_qwen3_coder_block_that_cannot_be_a_call_is_text_at_once(piece: str) -> None:
+    recognizer = TextCallRecognizer(OFFERED, frozenset(FAMILIES))
+    released = "".join(piece.text for piece in recognizer.feed(piece) if isinstance(piece, Text))
+    assert released.startswith("<tool_call>")
 
 
 def test_a_glm_call_whose_value_does_not_open_is_text_at_once() -> None:
