@@ -420,7 +420,10 @@ def render(outcome: Outcome, fail_under: float) -> str:
         f"(bar: {fail_under:.0f} %); {100.0 * outcome.killed / max(outcome.total, 1):.1f} % of all",
     ]
     if outcome.not_run:
-        lines.append(f"- not run: {outcome.not_run} mutants, left when the time budget ran out (not counted)")
+        lines.append(
+            f"- **not run: {outcome.not_run} of {outcome.total + outcome.not_run} mutants** (the run was stopped "
+            "before them; not counted): the score is that of the mutants run, not yet the package's"
+        )
     lines.append("")
     equivalent = [s for s in outcome.survivors if s.equivalent_reason is not None]
     not_killed = [s for s in outcome.survivors if s.equivalent_reason is None]
@@ -538,6 +541,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="carry each named package's or part's last run on to the current source and "
                              "tests, in its scratch copy (see resume), instead of starting afresh")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the report of each named package's or part's last run as it stands "
+                             "(stopped, or still going: the mutants not run yet are counted apart), running nothing")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="with --changed: stop mutmut after this long and judge the mutants run so far")
     args = parser.parse_args(argv)
@@ -585,14 +591,18 @@ def main(argv: list[str] | None = None) -> int:
             # A package reported in parts: the part named, or each of them in turn.
             for part_name in [part] if part else list(PARTS[name]):
                 label = f"{name}.{part_name}"
-                if args.resume:
+                if args.report_only:
+                    outcome = outcome_of(SCRATCH / label, label)
+                elif args.resume:
                     outcome = resume(label, f"scripts/mutation.sh {label} --resume", args.jobs)
                 else:
                     modules = part_files(name, part_name)
                     outcome = run(label, modules, tests_for(name), f"scripts/mutation.sh {label}", args.jobs)
                 failed |= write_report(label, outcome, args.fail_under)
             continue
-        if args.resume:
+        if args.report_only:
+            outcome = outcome_of(SCRATCH / package, package)
+        elif args.resume:
             outcome = resume(package, f"{command} --resume", args.jobs)
         else:
             outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
