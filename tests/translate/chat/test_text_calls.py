@@ -363,9 +363,35 @@ def test_the_names_a_model_may_call_each_tool_by_and_the_parameters_it_sees() ->
     ],
 )
 def test_a_qwen3_coder_block_that_cannot_be_a_call_is_text_at_once(piece: str) -> None:
+    assert released_at_once(piece).startswith("<tool_call>")
+
+
+def released_at_once(piece: str) -> str:
+    """The text a recognizer passes on from ``piece`` alone, the stream not ended."""
     recognizer = TextCallRecognizer(OFFERED, frozenset(FAMILIES))
-    released = "".join(piece.text for piece in recognizer.feed(piece) if isinstance(piece, Text))
-    assert released.startswith("<tool_call>")
+    return "".join(out.text for out in recognizer.feed(piece) if isinstance(out, Text))
+
+
+KIMI_CALL = "<|tool_calls_section_begin|><|tool_call_begin|>"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "functions.exec:",  # an index begun: the name is whole, and no tool is named exec
+        "functions.exec command",  # no tool name has a space
+        "xyz",  # no tool's name begins so
+        "functions.rm:0<|tool_call_argument_begin|>{",  # whole, with its index: rm is no tool
+        "<|tool_call_argument_begin|>{",  # no name at all
+    ],
+)
+def test_a_kimi_call_whose_head_cannot_name_a_tool_is_text_at_once(head: str) -> None:
+    assert released_at_once(KIMI_CALL + head).startswith(KIMI_CALL)
+
+
+@pytest.mark.parametrize("head", ["functions.exec_com", "functions.exec_command:", "functions.exec_command:0<|tool_call_argument_begin|>{"])
+def test_a_kimi_call_on_its_way_is_waited_on(head: str) -> None:
+    assert released_at_once(KIMI_CALL + head) == ""
 
 
 def test_a_glm_call_whose_value_does_not_open_is_text_at_once() -> None:
