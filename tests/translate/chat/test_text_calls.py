@@ -150,6 +150,12 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
         [call("exec_command", cmd="ls")],
     ),
     (
+        "qwen3-coder-false-in-any-case",
+        "<tool_call><function=exec_command><parameter=cmd>ls</parameter><parameter=tty>FALSE</parameter>"
+        "</function></tool_call>",
+        [call("exec_command", cmd="ls", tty=False)],
+    ),
+    (
         "qwen3-coder",
         "<tool_call>\n<function=exec_command>\n<parameter=cmd>\nls -la\n</parameter>\n"
         "<parameter=yield_time_ms>\n1500\n</parameter>\n<parameter=tty>\nTrue\n</parameter>\n"
