@@ -378,6 +378,22 @@ def released_at_once(piece: str) -> str:
     return "".join(out.text for out in recognizer.feed(piece) if isinstance(out, Text))
 
 
+@pytest.mark.parametrize(
+    "piece",
+    [
+        '<tool_call>{"name": "rm_rf", "arg',  # no tool's name begins so
+        '<tool_call>\n{"name": "rm_rf", ',  # the same after a line break
+        '<tool_call>{"name": "exec", "argu',  # a whole name, though a tool's name begins with it
+    ],
+)
+def test_a_hermes_call_naming_no_tool_is_text_at_once(piece: str) -> None:
+    assert released_at_once(piece).startswith("<tool_call>")
+
+
+def test_a_hermes_call_on_its_way_is_waited_on() -> None:
+    assert released_at_once('<tool_call>{"name": "exec_comm') == ""
+
+
 KIMI_CALL = "<|tool_calls_section_begin|><|tool_call_begin|>"
 
 
