@@ -315,6 +315,8 @@ STAYS_TEXT: list[tuple[str, str]] = [
     # Arguments that do not parse
     ("hermes-bad-json", '<tool_call>{"name": "exec_command", "arguments": {"cmd": ls}}</tool_call>'),
     ("hermes-arguments-not-an-object", '<tool_call>{"name": "exec_command", "arguments": [1]}</tool_call>'),
+    ("hermes-mismatched-brackets", '<tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"]}}</tool_call>'),
+    ("hermes-escaped-quotes", '<tool_call>{"name": "exec_command", "arguments": {"cmd": "echo \\\\\\"}"]}</tool_call>'),
     ("mistral-bad-json", '[TOOL_CALLS]exec_command[ARGS]{"cmd": ls}'),
     ("deepseek-arguments-not-json", f"{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}ls -la{DS_CALL_END}{DS_END}"),
     ("kimi-no-index", '<|tool_calls_section_begin|><|tool_call_begin|>functions.exec_command:<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>'),
