@@ -52,7 +52,6 @@ from ._text_call_reader import (
     skip_space,
     starts,
     text_call,
-    unfinished,
 )
 
 # ---------------------------------------------------------------- <tool_call>: Hermes, Qwen3-Coder, GLM
@@ -65,7 +64,7 @@ def parse_tool_call_tag(body: str, reader: Reader, at_end: bool) -> Verdict:
     """After ``<tool_call>``: JSON (Hermes), ``<function=`` (Qwen3-Coder) or a name (GLM)."""
     pos = skip_space(body, 0)
     if pos == len(body):
-        return unfinished(at_end)
+        return MORE
     first = body[pos]
     if first in "{[":
         return _hermes(body, pos, reader, at_end) if "hermes" in reader.families else NOT_A_CALL
@@ -73,7 +72,7 @@ def parse_tool_call_tag(body: str, reader: Reader, at_end: bool) -> Verdict:
         if "qwen3_coder" in reader.families:
             return _qwen3_coder(body, pos, reader, at_end)
         return NOT_A_CALL
-    return _glm(body, pos, reader, at_end) if "glm45" in reader.families else NOT_A_CALL
+    return _glm(body, pos, reader) if "glm45" in reader.families else NOT_A_CALL
 
 
 def _close_tag(body: str, pos: int, at_end: bool) -> int | Pending:
@@ -96,7 +95,7 @@ def _hermes(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
             named = name in reader.offered if first.group(2) else reader.could_name(name)
             if not named:
                 return NOT_A_CALL
-        return unfinished(at_end)
+        return MORE
     if end < 0:
         return NOT_A_CALL
     close = _close_tag(body, end, at_end)
@@ -124,11 +123,11 @@ _FUNCTION_CLOSE = "</function>"
 def _qwen3_coder(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
     start = starts(body, pos, _FUNCTION)
     if start != "yes":
-        return unfinished(at_end) if start == "partial" else NOT_A_CALL
+        return MORE if start == "partial" else NOT_A_CALL
     pos += len(_FUNCTION)
     name_end = body.find(">", pos)
     if name_end < 0:
-        return unfinished(at_end) if reader.could_name(body[pos:].strip()) else NOT_A_CALL
+        return MORE if reader.could_name(body[pos:].strip()) else NOT_A_CALL
     name = body[pos:name_end].strip()
     parameters = reader.offered.get(name)
     if parameters is None:
@@ -141,7 +140,7 @@ def _qwen3_coder(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
             key_end = body.find(">", pos)
             value_end = body.find(_PARAMETER_CLOSE, key_end) if key_end >= 0 else -1
             if value_end < 0:
-                return unfinished(at_end)
+                return MORE
             key = body[pos + len(_PARAMETER) : key_end].strip()
             raw = body[key_end + 1 : value_end]
             raw = raw[1:] if raw.startswith("\n") else raw
@@ -157,7 +156,7 @@ def _qwen3_coder(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
             call = TextCall(name, orjson.dumps(arguments).decode())
             return Found((call,), close, "qwen3_coder")
         if closing == "partial" or starts(body, pos, _PARAMETER) == "partial":
-            return unfinished(at_end)
+            return MORE
         return NOT_A_CALL
 
 
@@ -166,10 +165,10 @@ _ARG_KEY, _ARG_KEY_CLOSE = "<arg_key>", "</arg_key>"
 _ARG_VALUE, _ARG_VALUE_CLOSE = "<arg_value>", "</arg_value>"
 
 
-def _glm(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
+def _glm(body: str, pos: int, reader: Reader) -> Verdict:
     stop = _NAME_END.search(body, pos)
     if stop is None:
-        return unfinished(at_end) if reader.could_name(body[pos:].rstrip()) else NOT_A_CALL
+        return MORE if reader.could_name(body[pos:].rstrip()) else NOT_A_CALL
     name = body[pos : stop.start()].strip()
     parameters = reader.offered.get(name)
     if parameters is None:
@@ -181,15 +180,15 @@ def _glm(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
         if body.startswith(_ARG_KEY, pos):
             key_end = body.find(_ARG_KEY_CLOSE, pos)
             if key_end < 0:
-                return unfinished(at_end)
+                return MORE
             key = body[pos + len(_ARG_KEY) : key_end].strip()
             pos = skip_space(body, key_end + len(_ARG_KEY_CLOSE))
             opening = starts(body, pos, _ARG_VALUE)
             if opening != "yes":
-                return unfinished(at_end) if opening == "partial" else NOT_A_CALL
+                return MORE if opening == "partial" else NOT_A_CALL
             value_end = body.find(_ARG_VALUE_CLOSE, pos)
             if value_end < 0:
-                return unfinished(at_end)
+                return MORE
             raw = body[pos + len(_ARG_VALUE) : value_end]
             arguments[key] = converted(raw, property_schema(parameters, key))
             pos = value_end + len(_ARG_VALUE_CLOSE)
@@ -199,7 +198,7 @@ def _glm(body: str, pos: int, reader: Reader, at_end: bool) -> Verdict:
             call = TextCall(name, orjson.dumps(arguments).decode())
             return Found((call,), pos + len(TOOL_CALL_CLOSE), "glm45")
         if closing == "partial" or starts(body, pos, _ARG_KEY) == "partial":
-            return unfinished(at_end)
+            return MORE
         return NOT_A_CALL
 
 
@@ -215,11 +214,11 @@ def parse_mistral(body: str, reader: Reader, at_end: bool) -> Verdict:
     """After ``[TOOL_CALLS]``: ``N[ARGS]{...}`` (v11+, maybe ``[CALL_ID]id``) or a JSON list."""
     pos = skip_space(body, 0)
     if pos == len(body):
-        return unfinished(at_end)
+        return MORE
     if body[pos] == "[":
         end = reader.json_end(body, pos)
         if end is None:
-            return unfinished(at_end)
+            return MORE
         value = json_value(body[pos:end]) if end > 0 else None
         if not isinstance(value, list) or not value:
             return NOT_A_CALL
@@ -232,7 +231,7 @@ def parse_mistral(body: str, reader: Reader, at_end: bool) -> Verdict:
         return Found(tuple(c for c in calls if c is not None), end, "mistral")
     bracket = body.find("[", pos)
     if bracket < 0:
-        return unfinished(at_end) if reader.could_name(body[pos:]) else NOT_A_CALL
+        return MORE if reader.could_name(body[pos:]) else NOT_A_CALL
     name = body[pos:bracket]
     if name not in reader.offered:
         return NOT_A_CALL
@@ -243,25 +242,25 @@ def parse_mistral(body: str, reader: Reader, at_end: bool) -> Verdict:
     else:
         with_id = starts(body, bracket, _CALL_ID)
         if "partial" in (marker, with_id):
-            return unfinished(at_end)
+            return MORE
         if with_id == "no":
             return NOT_A_CALL
         id_start = bracket + len(_CALL_ID)
         id_end = body.find(_ARGS, id_start)
         if id_end < 0:
-            return unfinished(at_end) if _MISTRAL_ID_SO_FAR.fullmatch(body, id_start) else NOT_A_CALL
+            return MORE if _MISTRAL_ID_SO_FAR.fullmatch(body, id_start) else NOT_A_CALL
         call_id = body[id_start:id_end].strip()
         if not _MISTRAL_ID.fullmatch(call_id):
             return NOT_A_CALL
         pos = id_end + len(_ARGS)
     pos = skip_space(body, pos)
     if pos == len(body):
-        return unfinished(at_end)
+        return MORE
     if body[pos] != "{":
         return NOT_A_CALL
     end = reader.json_end(body, pos)
     if end is None:
-        return unfinished(at_end)
+        return MORE
     call = call_from_json(reader, name, body[pos:end], call_id) if end > 0 else None
     return Found((call,), end, "mistral") if call is not None else NOT_A_CALL
 

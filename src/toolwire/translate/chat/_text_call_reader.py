@@ -11,7 +11,8 @@ A verdict depends only on the text, and once it is not ``MORE`` it stays the sam
 however much text follows: the recogniser (``text_calls.py``) may ask at any time and
 gets the same answer. ``at_end`` says no more text will come; only then are the
 forgiving endings accepted (a block whose calls are complete but whose closing marker
-never came), and ``MORE`` is never the answer.
+never came). At the end a parser may still answer ``MORE`` (a block cut short): the
+recogniser then reads the block as text, as it reads ``NOT_A_CALL``.
 
 Here too: the ``Reader`` every parser is given (the offered tools, the families read, and
 how far each JSON value of the block has been scanned), an ``Opener`` (a marker and its
@@ -131,10 +132,6 @@ def starts(text: str, pos: int, marker: str) -> _Start:
     if len(text) - pos < len(marker) and marker.startswith(text[pos:]):
         return "partial"
     return "no"
-
-
-def unfinished(at_end: bool) -> Pending:
-    return NOT_A_CALL if at_end else MORE
 
 
 _CLOSING = {"}": "{", "]": "["}
