@@ -1,0 +1,45 @@
+"""What a Chat stream's pieces are read as, whatever a server writes into them: a tool-call
+delta entry (``call_fragment``) and the usage (``map_usage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwire.translate._calls import CallFragment
+from toolwire.translate.chat._chunks import call_fragment, map_usage
+
+
+@pytest.mark.parametrize(
+    ("entry", "fragment"),
+    [
+        ({"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}, CallFragment(0, "c1", "f", "{}")),
+        # Ollama sends the arguments object itself
+        ({"index": 1, "function": {"name": "f", "arguments": {"a": [1]}}}, CallFragment(1, None, "f", '{"a":[1]}')),
+        # a later delta: no name, no id
+        ({"index": 0, "function": {"arguments": '"x"}'}}, CallFragment(0, None, None, '"x"}')),
+        # what is not of its type is no value at all
+        ({"index": True, "id": "", "function": {"name": "", "arguments": 5}}, CallFragment(None, None, None, "")),
+        ({"index": "0", "id": 7, "function": {"name": 3}}, CallFragment(None, None, None, "")),
+        ({"index": 0}, CallFragment(0, None, None, "")),
+        # a native custom call: its input raw
+        ({"index": 0, "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin"}},
+         CallFragment(0, None, "apply_patch", "", "*** Begin")),
+        ({"index": 0, "custom": {"input": 5}}, CallFragment(0, None, None, "", "")),
+    ],
+)
+def test_call_fragments(entry: dict[str, Any], fragment: CallFragment) -> None:
+    assert call_fragment(entry) == fragment
+
+
+def test_usage_counts_that_are_not_counts_are_zero() -> None:
+    usage = {"prompt_tokens": -3, "completion_tokens": 2.9, "total_tokens": True,
+             "prompt_tokens_details": {"cached_tokens": "5"}, "completion_tokens_details": {"reasoning_tokens": -1}}  # fmt: skip
+    assert map_usage(usage) == {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
