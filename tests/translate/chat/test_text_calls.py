@@ -319,6 +319,9 @@ STAYS_TEXT: list[tuple[str, str]] = [
     ("hermes-escaped-quotes", '<tool_call>{"name": "exec_command", "arguments": {"cmd": "echo \\\\\\"}"]}</tool_call>'),
     ("mistral-bad-json", '[TOOL_CALLS]exec_command[ARGS]{"cmd": ls}'),
     ("deepseek-arguments-not-json", f"{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}ls -la{DS_CALL_END}{DS_END}"),
+    # V3's fenced form is read only after the head "function"
+    ("deepseek-fence-after-a-name", f"{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}exec_command\n```json\n{{}}\n```{DS_CALL_END}{DS_END}"),
+    ("deepseek-function-without-a-fence", f"{DS_BEGIN}{DS_CALL}function{DS_SEP}exec_command ls{DS_CALL_END}{DS_END}"),
     ("kimi-no-index", '<|tool_calls_section_begin|><|tool_call_begin|>functions.exec_command:<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>'),
     # Inside markdown code
     ("fenced-example", 'For example:\n```\n<tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"}}</tool_call>\n```\nThat is all.'),
