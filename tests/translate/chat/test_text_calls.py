@@ -198,6 +198,12 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
         "<tool_call>\nexec_command\n<arg_key>cmd</arg_key>\n<arg_value>ls</arg_value>\n</tool_call>",
         [call("exec_command", cmd="ls")],
     ),
+    # the separator's text inside a value is part of the value
+    (
+        "deepseek-separator-inside-a-value",
+        f'{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}{{"cmd": "echo {DS_SEP}"}}{DS_CALL_END}{DS_END}',
+        [call("exec_command", cmd=f"echo {DS_SEP}")],
+    ),
     # Mistral
     (
         "mistral-v13",
@@ -419,6 +425,18 @@ def test_a_kimi_call_whose_head_cannot_name_a_tool_is_text_at_once(head: str) ->
 @pytest.mark.parametrize("head", ["functions.exec_com", "functions.exec_command:", "functions.exec_command:0<|tool_call_argument_begin|>{"])
 def test_a_kimi_call_on_its_way_is_waited_on(head: str) -> None:
     assert released_at_once(KIMI_CALL + head) == ""
+
+
+def test_a_kimi_section_followed_by_what_is_no_call_is_text_at_once() -> None:
+    section = KIMI_CALL + 'functions.list_agents:0<|tool_call_argument_begin|>{}<|tool_call_end|>'
+    assert released_at_once(section + "and then some prose").startswith("<|tool_calls_section_begin|>")
+
+
+def test_a_section_whose_end_never_came_is_read_at_the_end_and_named_by_its_family() -> None:
+    recognizer = TextCallRecognizer(OFFERED, frozenset(FAMILIES))
+    out = recognizer.feed(KIMI_CALL + "functions.list_agents:0<|tool_call_argument_begin|>{}<|tool_call_end|>")
+    out += recognizer.flush()
+    assert signals(out) == [call("list_agents")] and recognizer.recognized == ["kimi_k2"]
 
 
 def test_a_glm_call_whose_value_does_not_open_is_text_at_once() -> None:
