@@ -43,3 +43,12 @@ def test_usage_counts_that_are_not_counts_are_zero() -> None:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 0,
     }
+
+
+def test_message_content_as_parts_keeps_the_text_of_text_parts_only() -> None:
+    from toolwire.translate.chat._chunks import content_text
+
+    parts = [{"type": "text", "text": "a"}, {"type": "image_url", "text": "not this"}, "raw", {"type": "output_text", "text": "b"},
+             {"type": "text", "text": 5}]  # fmt: skip
+    assert content_text(parts) == "ab"
+    assert (content_text("plain"), content_text(None)) == ("plain", "")

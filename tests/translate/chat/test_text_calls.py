@@ -325,6 +325,7 @@ STAYS_TEXT: list[tuple[str, str]] = [
     ("hermes-escaped-quotes", '<tool_call>{"name": "exec_command", "arguments": {"cmd": "echo \\\\\\"}"]}</tool_call>'),
     ("mistral-bad-json", '[TOOL_CALLS]exec_command[ARGS]{"cmd": ls}'),
     ("deepseek-arguments-not-json", f"{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}ls -la{DS_CALL_END}{DS_END}"),
+    ("deepseek-arguments-a-json-string", f'{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}"{{}}"{DS_CALL_END}{DS_END}'),
     # V3's fenced form is read only after the head "function"
     ("deepseek-fence-after-a-name", f"{DS_BEGIN}{DS_CALL}exec_command{DS_SEP}exec_command\n```json\n{{}}\n```{DS_CALL_END}{DS_END}"),
     ("deepseek-function-without-a-fence", f"{DS_BEGIN}{DS_CALL}function{DS_SEP}exec_command ls{DS_CALL_END}{DS_END}"),
