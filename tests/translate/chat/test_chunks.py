@@ -52,3 +52,14 @@ def test_message_content_as_parts_keeps_the_text_of_text_parts_only() -> None:
              {"type": "text", "text": 5}]  # fmt: skip
     assert content_text(parts) == "ab"
     assert (content_text("plain"), content_text(None)) == ("plain", "")
+
+
+def test_think_tags_split_reasoning_from_the_answer() -> None:
+    from toolwire.translate.chat._chunks import Reasoning, Text, ThinkTagSplitter
+
+    no_tags = ThinkTagSplitter()
+    assert no_tags.decode("\nXenon is a gas") == [Text("Xenon is a gas")]  # only line breaks are dropped
+    tagged = ThinkTagSplitter()
+    assert tagged.decode("<think>") == []  # no reasoning yet: nothing, not an empty piece
+    assert tagged.decode("plan") == [Reasoning("plan")]
+    assert tagged.decode("</think>\n\nanswer") == [Text("answer")]

@@ -176,6 +176,44 @@ def tool_call(**fields: Any) -> JSON:
 
 
 @pytest.mark.parametrize(
+    ("chunks", "output"),
+    [
+        (
+            # Keyed by id only: a later fragment of the first call goes back to it.
+            [
+                tool_call(id="A", function={"name": "exec_command", "arguments": '{"cmd":'}),
+                tool_call(id="B", function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+                tool_call(id="A", function={"arguments": '"ls"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd":"ls"}'), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+        ),
+        (
+            # Neither index nor id: a name starts a call, a nameless fragment continues the last.
+            [
+                tool_call(function={"name": "exec_command", "arguments": '{"cmd":'}),
+                tool_call(function={"arguments": '"ls"}'}),
+                tool_call(function={"name": "get_weather", "arguments": '{"city":'}),
+                tool_call(function={"arguments": '"Oslo"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd":"ls"}'), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+        ),
+        (
+            # ... even when the call before it never finished its arguments.
+            [
+                tool_call(function={"name": "exec_command", "arguments": '{"cmd":'}),
+                tool_call(function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),
+            ],
+            [("function_call", None, "exec_command", '{"cmd":'), ("function_call", None, "get_weather", '{"city":"Oslo"}')],
+        ),
+    ],
+    ids=["by-id-only", "by-order-only", "a-name-after-an-unfinished-call"],
+)
+def test_calls_without_an_index(chunks: list[JSON], output: list[tuple[Any, ...]]) -> None:
+    response = run([*chunks, finish("tool_calls")]).translator.response
+    assert [summarize(item) for item in response["output"]] == output
+
+
+@pytest.mark.parametrize(
     ("chunks", "output", "call_ids"),
     [
         (

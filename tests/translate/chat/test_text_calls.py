@@ -222,6 +222,11 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
         [call("exec_command", "xyzXYZ789", cmd="ls"), call("list_agents")],
     ),
     (
+        "mistral-legacy-ids-that-are-none",
+        '[TOOL_CALLS] [{"name": "exec_command", "arguments": "  ", "id": ""}, {"name": "list_agents", "id": 5}]',
+        [call("exec_command"), call("list_agents")],
+    ),
+    (
         "mistral-text-after",
         'Sure.[TOOL_CALLS]exec_command[ARGS]{"cmd": "echo }"}} and more',
         [text("Sure."), call("exec_command", cmd="echo }"), text("} and more")],
