@@ -63,3 +63,19 @@ def test_think_tags_split_reasoning_from_the_answer() -> None:
     assert tagged.decode("<think>") == []  # no reasoning yet: nothing, not an empty piece
     assert tagged.decode("plan") == [Reasoning("plan")]
     assert tagged.decode("</think>\n\nanswer") == [Text("answer")]
+
+
+def test_think_tags_when_something_other_than_content_comes() -> None:
+    from toolwire.translate.chat._chunks import Reasoning, Text, ThinkTagSplitter
+
+    cut = ThinkTagSplitter()
+    assert cut.decode("<think>plan") == [Reasoning("plan")] and cut.flush() == []
+    assert cut.decode("<think>again") == [Text("<think>again")]  # one think block, at the start only
+    empty = ThinkTagSplitter()
+    assert empty.decode("<think>") == [] and empty.flush() == []  # no empty reasoning piece
+    begun = ThinkTagSplitter()
+    assert begun.decode(" \n<thi") == []  # it may still be <think>
+    assert begun.flush() == [Text(" \n<thi")]  # it was not: only leading line breaks would go
+    assert begun.decode("more") == [Text("more")]
+    line = ThinkTagSplitter()
+    assert line.decode("\n<thi") == [] and line.flush() == [Text("<thi")]
