@@ -1565,3 +1565,14 @@ def test_reasoning_in_think_tags_is_sent_as_soon_as_no_closing_tag_can_be_starti
     events = run([chunk(content="<think>abc"), chunk(content="d</thi"), chunk(content="nk>hi"), finish("stop")]).events
     deltas = [event["delta"] for event in events if event["type"] == "response.reasoning_text.delta"]
     assert deltas == ["abc", "d"]
+
+
+def test_a_delta_or_a_finish_reason_of_the_wrong_type_says_nothing() -> None:
+    odd = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": "garbage", "finish_reason": 7}]}
+    result = run([chunk(content="hi"), odd])
+    assert result.translator.response["status"] == "completed"
+    assert [item["content"][0]["text"] for item in result.output] == ["hi"]
+    # The body stopped without [DONE]: with no finish reason, the answer was cut short.
+    cut = run([chunk(content="hi"), odd], end=None)
+    cut.events.extend(cut.translator.finish(ended_cleanly=False))
+    assert cut.translator.response["status"] == "failed"
