@@ -300,6 +300,34 @@ async def test_a_client_that_leaves_cancels_its_answer(upstream: ChatUpstream) -
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)
 
 
+async def test_on_shutdown_an_answer_past_the_grace_fails_then_1001(upstream: ChatUpstream) -> None:
+    release = __import__("threading").Event()
+    upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("never finished"), release=release))
+    try:
+        async with gateway(chat_config(upstream.base_url, shutdown_grace=0.3)) as gw, session(gw) as ws:
+            await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
+            await next_event(ws)
+            gw.server.should_exit = True  # as SIGTERM; the grace ends with the answer still running
+            events = await answer(ws)  # up to the error event
+            events.append(await next_event(ws))
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+    finally:
+        release.set()
+    assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1001, "The gateway is shutting down.")
+
+
+async def test_on_shutdown_an_idle_connection_is_closed_with_1001_at_once(upstream: ChatUpstream) -> None:
+    async with gateway(chat_config(upstream.base_url, shutdown_grace=120)) as gw, session(gw) as ws:
+        await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
+        await answer(ws)
+        gw.server.should_exit = True
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)  # not the 120 s of grace
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1001, "The gateway is shutting down.")
+
+
 async def test_on_shutdown_the_answer_in_flight_finishes_then_1001(upstream: ChatUpstream) -> None:
     release = __import__("threading").Event()
     upstream.enqueue(Stall(after_chunks=2, seconds=30, reply=Text("finished anyway"), release=release))
