@@ -308,3 +308,16 @@ def test_a_stream_cut_before_its_finish_reason_fails_with_the_usage_so_far() -> 
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 7,
     }
+
+
+@pytest.mark.parametrize("then", [chunk(content="Done."), chunk(reasoning_content="Thinking again.")])
+def test_calls_waiting_when_text_or_reasoning_comes_are_sent_completed(then: JSON) -> None:
+    chunks = [
+        tool_call(index=0, function={"name": "exec_command", "arguments": '{"cmd":'}),
+        tool_call(index=1, function={"name": "get_weather", "arguments": '{"city":"Oslo"}'}),  # waits behind index 0
+        then,
+        finish("stop"),
+    ]
+    output = run(chunks).translator.response["output"]
+    calls = [item for item in output if item["type"] == "function_call"]
+    assert [(c["name"], c["status"]) for c in calls] == [("exec_command", "completed"), ("get_weather", "completed")]
