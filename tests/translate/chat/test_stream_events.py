@@ -321,3 +321,13 @@ def test_calls_waiting_when_text_or_reasoning_comes_are_sent_completed(then: JSO
     output = run(chunks).translator.response["output"]
     calls = [item for item in output if item["type"] == "function_call"]
     assert [(c["name"], c["status"]) for c in calls] == [("exec_command", "completed"), ("get_weather", "completed")]
+
+
+def test_a_call_keeps_the_first_name_it_was_given() -> None:
+    chunks = [
+        tool_call(index=0, function={"name": "exec_command", "arguments": '{"cmd":'}),
+        tool_call(index=0, function={"name": "get_weather", "arguments": '"ls"}'}),  # mid-call: not another call
+        finish("tool_calls"),
+    ]
+    output = run(chunks).translator.response["output"]
+    assert [summarize(item) for item in output] == [("function_call", None, "exec_command", '{"cmd":"ls"}')]
