@@ -326,8 +326,13 @@ def test_calls_waiting_when_text_or_reasoning_comes_are_sent_completed(then: JSO
 def test_a_call_keeps_the_first_name_it_was_given() -> None:
     chunks = [
         tool_call(index=0, function={"name": "exec_command", "arguments": '{"cmd":'}),
-        tool_call(index=0, function={"name": "get_weather", "arguments": '"ls"}'}),  # mid-call: not another call
+        tool_call(index=1, function={"name": "get_weather", "arguments": '{"city":'}),  # waits behind index 0
+        tool_call(index=1, function={"name": "exec_command", "arguments": '"Oslo"}'}),  # mid-call: not another call
+        tool_call(index=0, function={"arguments": '"ls"}'}),
         finish("tool_calls"),
     ]
     output = run(chunks).translator.response["output"]
-    assert [summarize(item) for item in output] == [("function_call", None, "exec_command", '{"cmd":"ls"}')]
+    assert [summarize(item) for item in output] == [
+        ("function_call", None, "exec_command", '{"cmd":"ls"}'),
+        ("function_call", None, "get_weather", '{"city":"Oslo"}'),
+    ]
