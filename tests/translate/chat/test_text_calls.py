@@ -407,6 +407,17 @@ def test_a_hermes_call_naming_no_tool_is_text_at_once(piece: str) -> None:
     assert released_at_once(piece).startswith("<tool_call>")
 
 
+@pytest.mark.parametrize(
+    "piece",
+    [
+        "[TOOL_CALLS]exec_command[ANOTHER]abc",  # neither [ARGS] nor [CALL_ID] after the name
+        "[TOOL_CALLS]exec_command[CALL_ID]not an id!",  # no id has spaces or "!"
+    ],
+)
+def test_a_mistral_call_that_cannot_be_one_is_text_at_once(piece: str) -> None:
+    assert released_at_once(piece).startswith("[TOOL_CALLS]")
+
+
 def test_a_hermes_call_on_its_way_is_waited_on() -> None:
     assert released_at_once('<tool_call>{"name": "exec_comm') == ""
 
