@@ -79,3 +79,20 @@ def test_think_tags_when_something_other_than_content_comes() -> None:
     assert begun.decode("more") == [Text("more")]
     line = ThinkTagSplitter()
     assert line.decode("\n<thi") == [] and line.flush() == [Text("<thi")]
+
+
+@pytest.mark.parametrize(
+    ("delta", "reasoning"),
+    [
+        ({"reasoning_content": "a"}, "a"),
+        ({"reasoning": "b"}, "b"),  # vLLM, Ollama
+        ({"reasoning_content": "", "reasoning": "b"}, "b"),
+        ({"reasoning_content": 5, "reasoning": "b"}, "b"),
+        ({"reasoning_content": 5, "reasoning": 6}, ""),
+        ({}, ""),
+    ],
+)
+def test_reasoning_from_either_field(delta: dict[str, Any], reasoning: str) -> None:
+    from toolwire.translate.chat._chunks import reasoning_text
+
+    assert reasoning_text(delta) == reasoning

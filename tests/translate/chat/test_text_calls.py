@@ -145,6 +145,11 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
     ),
     # Qwen3-Coder: raw values converted by the schema
     (
+        "qwen3-coder-whose-close-tag-never-came",  # at the end of the answer: the call is whole
+        "<tool_call>\n<function=list_agents>\n</function>",
+        [call("list_agents")],
+    ),
+    (
         "qwen3-coder-compact",
         "<tool_call><function=exec_command><parameter=cmd>ls</parameter></function></tool_call>",
         [call("exec_command", cmd="ls")],
@@ -405,6 +410,12 @@ def released_at_once(piece: str) -> str:
 )
 def test_a_hermes_call_naming_no_tool_is_text_at_once(piece: str) -> None:
     assert released_at_once(piece).startswith("<tool_call>")
+
+
+def test_an_unknown_text_call_setting_names_the_known_ones() -> None:
+    with pytest.raises(ValueError) as refused:
+        families_for("bogus")
+    assert str(refused.value) == f"unknown tool_call_text 'bogus' (known: auto, off, {', '.join(FAMILIES)})"
 
 
 @pytest.mark.parametrize(
