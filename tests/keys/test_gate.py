@@ -119,3 +119,32 @@ async def test_a_spent_budget_is_insufficient_quota(clock: Clock) -> None:
     body = spent.value.to_body()["error"]
     assert (spent.value.status, body["type"], body["code"]) == (429, "insufficient_quota", "insufficient_quota")
     assert spent.value.retry_after is None
+
+
+async def test_each_limit_is_named_in_its_refusal_with_the_key_and_the_limit(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, rpm_key = await create_key(store, KeySpec(name="by-requests", rpm=1), now=clock.now)
+    _, tpm_key = await create_key(store, KeySpec(name="by-tokens", tpm=10), now=clock.now)
+    _, budget_key = await create_key(store, KeySpec(name="by-budget", budget_tokens=10), now=clock.now)
+    by_requests, by_tokens, by_budget = [await gate.authenticate(bearer(k)) for k in (rpm_key, tpm_key, budget_key)]
+    for principal in (by_requests, by_tokens, by_budget):
+        lease = await gate.admit(principal, "m")
+        assert lease is not None
+        await gate.record(lease, TokenUsage(8, 4))
+    with pytest.raises(RateLimited) as per_minute:
+        await gate.admit(by_requests, "m")
+    assert per_minute.value.message.startswith(
+        "Rate limit reached for the key 'by-requests' on requests per minute (rpm): limit 1. Please try again in "
+    )
+    with pytest.raises(RateLimited) as tokens:
+        await gate.admit(by_tokens, "m")
+    assert tokens.value.message.startswith(
+        "Rate limit reached for the key 'by-tokens' on tokens per minute (tpm): limit 10. Please try again in "
+    )
+    with pytest.raises(QuotaExceeded) as spent:
+        await gate.admit(by_budget, "m")
+    assert spent.value.message == (
+        "The key 'by-budget' has used its budget of 10 tokens (budget_tokens); ask for a key with a new budget."
+    )
+    await gate.aclose()
