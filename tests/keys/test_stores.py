@@ -44,7 +44,7 @@ def make_key(name: str = "alice", limits: Limits | None = None, models: tuple[st
 
 async def test_keys_are_kept_found_listed_and_revoked(key_store: KeyStore, clock: Clock) -> None:
     assert not await key_store.has_keys()
-    alice = make_key("alice", Limits(requests_per_minute=5, budget_tokens=9), models=("m1", "m2"))
+    alice = make_key("alice", Limits(requests_per_minute=5, tokens_per_minute=7, max_concurrent=2, budget_tokens=9), models=("m1", "m2"))
     bob = replace(make_key("bob"), expires_at=clock.now + 3.5)
     await key_store.create(alice)
     await key_store.create(bob)
@@ -141,14 +141,15 @@ async def test_usage_is_kept_per_key_and_model(key_store: KeyStore, clock: Clock
     await key_store.settle(alice, None, "m1", TokenUsage(10, 5, 4))
     clock.advance(10)
     await key_store.settle(alice, None, "m1", TokenUsage(1, 2, 0))
-    await key_store.settle(alice, None, "m|2 with spaces", TokenUsage(7, 0, 0))
+    await key_store.settle(alice, None, "m|2 with spaces\x1fand a unit separator", TokenUsage(7, 0, 0))
     await key_store.settle(bob, None, "m1", TokenUsage())
     rows = {(row.key_id, row.model): row for row in await key_store.usage()}
-    assert set(rows) == {(alice.id, "m1"), (alice.id, "m|2 with spaces"), (bob.id, "m1")}
+    assert set(rows) == {(alice.id, "m1"), (alice.id, "m|2 with spaces\x1fand a unit separator"), (bob.id, "m1")}
     first = rows[(alice.id, "m1")]
     assert (first.requests, first.input_tokens, first.output_tokens, first.cached_tokens) == (2, 11, 7, 4)
     assert first.last_used_at == pytest.approx(clock.now)
-    assert rows[(bob.id, "m1")].requests == 1
+    second = rows[(bob.id, "m1")]  # a request that used nothing
+    assert (second.requests, second.input_tokens, second.output_tokens, second.cached_tokens) == (1, 0, 0, 0)
 
 
 async def test_two_stores_on_one_database_give_a_key_its_limit_once(make_key_store: KeyStoreFactory) -> None:
