@@ -101,6 +101,9 @@ async def test_tokens_per_minute_are_charged_after_the_request(key_store: KeySto
     assert refused == Refused("tokens_per_minute", pytest.approx(41.0))
     clock.advance(41.0)
     assert isinstance(await key_store.admit(key, None), Admitted)
+    await key_store.settle(key, None, "m", TokenUsage(20, 0))  # the second within the minute adds to the first
+    await key_store.settle(key, None, "m", TokenUsage(30, 0))
+    assert await key_store.admit(key, None) == Refused("tokens_per_minute", pytest.approx(50.0))
 
 
 async def test_concurrent_requests_hold_leases_until_settled(key_store: KeyStore, clock: Clock) -> None:
