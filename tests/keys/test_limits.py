@@ -101,7 +101,8 @@ def test_token_usage_from_a_response(usage: object, expected: TokenUsage) -> Non
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("30d", 30 * 86_400), ("12h", 43_200), ("90m", 5_400), ("3600s", 3_600), ("1w", 604_800), ("1w 2d", 777_600), ("1H", 3_600)],
+    [("30d", 30 * 86_400), ("12h", 43_200), ("90m", 5_400), ("3600s", 3_600), ("1w", 604_800), ("1w 2d", 777_600), ("1H", 3_600),
+     ("1s", 1)],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
