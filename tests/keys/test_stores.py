@@ -194,3 +194,14 @@ async def test_a_file_shared_with_stored_responses_stays_one_database_for_every_
     finally:
         await keys.aclose()
         await responses.aclose()
+
+
+async def test_a_lease_that_is_not_held_is_given_back_or_renewed_harmlessly(key_store: KeyStore) -> None:
+    """A lease already expired (its gateway was slow) is settled or renewed like any."""
+    key = make_key(limits=Limits(max_concurrent=1))
+    await key_store.create(key)
+    await key_store.renew([(key.id, "long-gone")])
+    await key_store.settle(key, "long-gone", "m", TokenUsage(1, 1))
+    assert isinstance(await key_store.admit(key, "fresh"), Admitted)
+    [row] = await key_store.usage()
+    assert (row.key_id, row.model, row.requests) == (key.id, "m", 1)
