@@ -3,6 +3,9 @@ an admitted request holds until its usage is recorded."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from toolwire.keys import (
@@ -147,4 +150,42 @@ async def test_each_limit_is_named_in_its_refusal_with_the_key_and_the_limit(clo
     assert spent.value.message == (
         "The key 'by-budget' has used its budget of 10 tokens (budget_tokens); ask for a key with a new budget."
     )
+    await gate.aclose()
+
+
+async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long request keeps its concurrency slot: the gate renews held leases every third
+    of their life (shortened here), so the store never lets them expire under it."""
+
+    class Watched(MemoryKeyStore):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.renewed: list[list[tuple[str, str]]] = []
+
+        async def renew(self, held: list[tuple[str, str]]) -> None:
+            self.renewed.append(list(held))
+            await super().renew(held)
+
+    monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", 0.3)
+    store = Watched(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    alice_key, key = await create_key(store, KeySpec(name="alice", max_concurrent=1), now=clock.now)
+    alice = await gate.authenticate(bearer(key))
+    lease = await gate.admit(alice, "m")
+    assert lease is not None and lease.lease_id is not None
+    for _ in range(100):  # until the gate has renewed it, bounded (5 s)
+        if store.renewed:
+            break
+        await asyncio.sleep(0.05)
+    assert store.renewed[0] == [(alice_key.id, lease.lease_id)]
+    clock.advance(50.0)
+    store.renewed.clear()
+    for _ in range(100):
+        if store.renewed:
+            break
+        await asyncio.sleep(0.05)
+    clock.advance(50.0)  # 100 s since it was taken: past a lease's 60 s, but renewed 50 s ago
+    with pytest.raises(RateLimited):
+        await gate.admit(alice, "m")
+    await gate.record(lease, TokenUsage())
     await gate.aclose()
