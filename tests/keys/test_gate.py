@@ -4,6 +4,8 @@ an admitted request holds until its usage is recorded."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from typing import Any
 
 import pytest
@@ -189,3 +191,46 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
         await gate.admit(alice, "m")
     await gate.record(lease, TokenUsage())
     await gate.aclose()
+
+
+async def test_the_usage_report_lists_each_key_and_model_with_its_status(clock: Clock) -> None:
+    from toolwire.keys import KeyNotFound, usage_report
+
+    store = MemoryKeyStore(clock=clock)
+    alice, _ = await create_key(store, KeySpec(name="alice", expires="1h"), now=clock.now)
+    bob, _ = await create_key(store, KeySpec(name="bob"), now=clock.now)
+    await store.settle(bob, None, "m2", TokenUsage(5, 1))
+    await store.settle(alice, None, "m1", TokenUsage(3, 2))
+    await store.settle(bob, None, "m1", TokenUsage(1, 1))
+    rows = await usage_report(store, now=clock.now + 7200)  # alice's key has expired by then
+    assert [(r["name"], r["status"], r["model"], r["requests"], r["input_tokens"]) for r in rows] == [
+        ("alice", "expired", "m1", 1, 3),
+        ("bob", "active", "m1", 1, 1),
+        ("bob", "active", "m2", 1, 5),
+    ]
+    only_bob = await usage_report(store, "bob", now=clock.now)
+    assert [(r["name"], r["model"]) for r in only_bob] == [("bob", "m1"), ("bob", "m2")]
+    assert alice.expires_at is not None
+    expected = "expired" if time.time() >= alice.expires_at else "active"  # without now: the time now
+    assert [r["status"] for r in await usage_report(store, "alice")] == [expected]
+    with pytest.raises(KeyNotFound) as unknown:
+        await usage_report(store, "carol")
+    assert unknown.value.message == "No key is named 'carol'."
+
+
+async def test_usage_that_cannot_be_recorded_is_logged_and_let_go(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(MemoryKeyStore):
+        async def settle(self, *args: Any, **kwargs: Any) -> None:
+            raise ConnectionError("the store went away")
+
+    store = Broken(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice"), now=clock.now)
+    lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
+    assert lease is not None
+    with caplog.at_level(logging.WARNING, logger="toolwire.keys"):
+        gate.record_soon(lease, TokenUsage(1, 1))
+        await gate.aclose()  # waits for the recording
+    assert [r.getMessage() for r in caplog.records if r.name == "toolwire.keys"] == [
+        "recording a key's usage failed: the store went away"
+    ]

@@ -91,6 +91,7 @@ USAGES = [
     ({"input_tokens": 10, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 6}}, TokenUsage(10, 4, 6)),
     ({"input_tokens": "10", "output_tokens": -3, "input_tokens_details": None}, TokenUsage()),
     ({"input_tokens": True, "output_tokens": 2}, TokenUsage(0, 2, 0)),
+    ({"input_tokens": 1, "output_tokens": 0, "input_tokens_details": {"cached_tokens": 1}}, TokenUsage(1, 0, 1)),
 ]
 
 
