@@ -4,6 +4,7 @@ an admitted request holds until its usage is recorded."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
 from typing import Any
@@ -71,8 +72,12 @@ async def test_a_stored_key_is_refused_once_revoked_or_expired(clock: Clock) -> 
     with pytest.raises(InvalidKey, match="Missing or invalid"):
         await gate.authenticate(bearer(forged))
     clock.advance(3600)
-    with pytest.raises(InvalidKey, match=r"The key 'alice' \(twk_\w+\) expired at"):
+    with pytest.raises(InvalidKey) as expired:
         await gate.authenticate(bearer(key))
+    assert record.expires_at is not None
+    when = datetime.datetime.fromtimestamp(record.expires_at, datetime.UTC).isoformat(timespec="seconds")
+    assert expired.value.message == f"The key 'alice' ({record.prefix}) expired at {when}."
+    assert when.endswith("+00:00")  # in UTC, whatever the machine's zone
     _, bobs = await create_key(store, KeySpec(name="bob"), now=clock.now)
     await revoke_key(store, "bob")
     with pytest.raises(InvalidKey, match=r"The key 'bob' \(twk_\w+\) was revoked") as caught:
@@ -189,7 +194,17 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     clock.advance(50.0)  # 100 s since it was taken: past a lease's 60 s, but renewed 50 s ago
     with pytest.raises(RateLimited):
         await gate.admit(alice, "m")
-    await gate.record(lease, TokenUsage())
+    _, other_key = await create_key(store, KeySpec(name="bob", max_concurrent=1), now=clock.now)
+    other = await gate.admit(await gate.authenticate(bearer(other_key)), "m")
+    assert other is not None and other.lease_id is not None
+    await gate.record(lease, TokenUsage())  # given back: no longer renewed
+    store.renewed.clear()
+    for _ in range(100):
+        if store.renewed:
+            break
+        await asyncio.sleep(0.05)
+    assert [lease_id for _, lease_id in store.renewed[0]] == [other.lease_id]
+    await gate.record(other, TokenUsage())
     await gate.aclose()
 
 
