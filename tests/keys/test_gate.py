@@ -249,3 +249,27 @@ async def test_usage_that_cannot_be_recorded_is_logged_and_let_go(clock: Clock, 
     assert [r.getMessage() for r in caplog.records if r.name == "toolwire.keys"] == [
         "recording a key's usage failed: the store went away"
     ]
+
+
+def test_a_static_keys_owner_is_the_same_in_every_process_and_release() -> None:
+    """Stored responses are kept under their owner: were this to change, a static key
+    would lose its stored responses across a restart or an upgrade."""
+    from toolwire.keys._gate import static_owner
+
+    assert static_owner(b"static-key-one-0001") == "static:26c3029e5c353e4744262b7f3f00d2e4"
+
+
+def test_every_admin_key_opens_the_admin_api() -> None:
+    gate = KeyGate(admin_keys=(b"admin-key-first-01", b"admin-key-second-2"))
+    assert gate.is_admin(bearer(b"admin-key-first-01")) and gate.is_admin(bearer(b"admin-key-second-2"))
+
+
+async def test_who_must_present_a_key(clock: Clock) -> None:
+    assert not await KeyGate().requires_key()  # no keys anywhere: an open gateway
+    assert await KeyGate(admin_keys=(ADMIN,)).requires_key()  # an admin key alone closes it
+    assert await KeyGate(static_keys=STATIC).requires_key()
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    assert not await gate.requires_key() and not await gate.requires_key()  # asked twice: the answer is kept a while
+    await create_key(store, KeySpec(name="alice"), now=clock.now)
+    assert await KeyGate(store, clock=clock).requires_key()
