@@ -205,3 +205,31 @@ async def test_a_lease_that_is_not_held_is_given_back_or_renewed_harmlessly(key_
     assert isinstance(await key_store.admit(key, "fresh"), Admitted)
     [row] = await key_store.usage()
     assert (row.key_id, row.model, row.requests) == (key.id, "m", 1)
+
+
+@pytest.mark.parametrize(
+    ("url", "for_cli", "refusal"),
+    [
+        ("nonsense", False, "'nonsense' is not a store URL: use sqlite://[/path] or redis://host:port/db"),
+        ("memory://", True, "a memory:// store lives inside one gateway process: create keys there over the admin API "
+                            "(--admin-key-env), or use sqlite:// or redis://"),
+        ("redis:///0", False, "redis:// store URL needs a host, e.g. redis://localhost:6379/0"),
+        ("rediss:///0", False, "rediss:// store URL needs a host, e.g. rediss://localhost:6379/0"),
+        ("ftp://x", False, "unknown store 'ftp' in 'ftp://x': use sqlite://[/path], memory:// or redis://host:port/db"),
+    ],
+)
+def test_a_store_url_that_cannot_hold_keys_is_refused_saying_why(url: str, for_cli: bool, refusal: str) -> None:
+    from toolwire.keys import open_key_store
+
+    with pytest.raises(ValueError) as refused:
+        open_key_store(url, for_cli=for_cli)
+    assert str(refused.value) == refusal
+
+
+def test_the_store_urls_that_hold_keys(tmp_path: Path) -> None:
+    from toolwire.keys import MemoryKeyStore, open_key_store
+    from toolwire.keys._redis import RedisKeyStore
+
+    assert isinstance(open_key_store("memory://"), MemoryKeyStore)  # a gateway's own, for_cli not asked
+    assert isinstance(open_key_store(f"sqlite:///{tmp_path}/keys.db"), SQLiteKeyStore)
+    assert isinstance(open_key_store("rediss://redis.example:6380/0"), RedisKeyStore)  # opening does no I/O
