@@ -273,3 +273,22 @@ async def test_who_must_present_a_key(clock: Clock) -> None:
     assert not await gate.requires_key() and not await gate.requires_key()  # asked twice: the answer is kept a while
     await create_key(store, KeySpec(name="alice"), now=clock.now)
     assert await KeyGate(store, clock=clock).requires_key()
+
+
+async def test_the_key_list_shows_each_key_in_full_and_never_its_secret(clock: Clock) -> None:
+    from toolwire.keys import list_keys
+
+    store = MemoryKeyStore(clock=clock)
+    alice, alice_key = await create_key(store, KeySpec(name="alice", models=["m"], rpm=1, tpm=2, max_concurrent=3,
+                                                      budget_tokens=4, expires="1h"), now=clock.now)  # fmt: skip
+    clock.advance(5)
+    await revoke_key(store, "alice")
+    [shown] = await list_keys(store, now=clock.now + 5)
+    assert shown == {
+        "name": "alice", "prefix": alice.prefix, "status": "revoked", "models": ["m"], "rpm": 1, "tpm": 2,
+        "max_concurrent": 3, "budget_tokens": 4, "created_at": alice.created_at, "expires_at": alice.created_at + 3600,
+        "revoked_at": clock.now,
+    }  # fmt: skip
+    assert alice_key not in repr(shown)
+    [again] = await list_keys(store, now=clock.now + 7200)
+    assert again["status"] == "revoked"  # revoked, whatever the time says
