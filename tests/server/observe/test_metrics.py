@@ -301,3 +301,12 @@ def test_requests_and_tokens_by_client_key_name() -> None:
     tokens = {dict(labels)["kind"]: count for (name, labels), count in found.items() if name == "toolwire_key_tokens_total"}
     assert tokens == {"input": 7, "output": 3, "reasoning": 1}
     assert value(found, "toolwire_key_tokens_total", key="alice", model="m", kind="input") == 7
+
+
+def test_a_whole_response_is_counted_by_how_it_ended(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("cut", finish_reason="length"))
+    with observed_client(observed_config(upstream.base_url)) as (client, _):
+        answer = client.post("/v1/responses", json={"model": "m", "input": "hi"})
+        found = samples(client.get("/metrics").text)
+    assert answer.json()["status"] == "incomplete"
+    assert value(found, "toolwire_requests_total", model="m", upstream="local", status="200", outcome="incomplete") == 1
