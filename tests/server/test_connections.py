@@ -88,6 +88,14 @@ class Served:
             with contextlib.suppress(OSError):
                 await client.writer.wait_closed()
 
+    async def hold_streams(self, count: int) -> list[Raw]:
+        """``count`` connections, each busy with a stream the upstream holds open (its
+        stalls enqueued first), once each stream has begun."""
+        held = [await self.connect(HELD_STREAM) for _ in range(count)]
+        for client in held:
+            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        return held
+
     async def get(self, path: str) -> bytes:
         client = await self.connect(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
         return await client.until_closed()
@@ -139,6 +147,8 @@ def grew(before: dict[str, float], after: dict[str, float], limit: str) -> float
 
 
 REQUEST_HEAD = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+_STREAM = b'{"model": "m", "input": "hold", "stream": true}'
+HELD_STREAM = REQUEST_HEAD + f"Content-Length: {len(_STREAM)}\r\n\r\n".encode() + _STREAM
 
 
 @pytest.mark.usefixtures("fresh_table")
@@ -347,12 +357,8 @@ async def test_when_every_connection_is_busy_a_newcomer_is_told_to_retry(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
-    stream = b'{"model": "m", "input": "hold", "stream": true}'
-    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
     async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
-        held = [await served.connect(held_request) for _ in range(2)]
-        for client in held:
-            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        held = await served.hold_streams(2)
         before = await served.tripped()
         refused = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         answer = await refused.until_closed()
@@ -430,12 +436,8 @@ async def test_a_newcomer_over_the_cap_is_served_when_room_is_made_before_its_he
     """Accepted while every place was busy, it would be told 503 when its head arrives; but
     a place came free meanwhile, so it is served."""
     upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
-    stream = b'{"model": "m", "input": "hold", "stream": true}'
-    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
     async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
-        held = [await served.connect(held_request) for _ in range(2)]
-        for client in held:
-            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        held = await served.hold_streams(2)
         newcomer = await served.connect()  # over the cap, its head not sent yet
         held[0].close()
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)  # its place is free
@@ -469,16 +471,12 @@ async def test_a_websocket_asked_for_when_every_place_is_busy_is_told_to_retry(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2)
-    stream = b'{"model": "m", "input": "hold", "stream": true}'
-    held_request = REQUEST_HEAD + f"Content-Length: {len(stream)}\r\n\r\n".encode() + stream
     handshake = (
         b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     async with bounded(upstream, monkeypatch, max_connections=2, client_header_timeout=30) as served:
-        held = [await served.connect(held_request) for _ in range(2)]
-        for client in held:
-            await asyncio.wait_for(client.reader.readuntil(b"response.created"), 30)
+        held = await served.hold_streams(2)
         refused = await served.connect(handshake)
         answer = await refused.until_closed()
         for client in held:
