@@ -493,7 +493,10 @@ def record_run(work: Path, command: str, started: dt.datetime, seconds: float) -
 
 def outcome_of(work: Path, label: str) -> Outcome:
     """The verdicts in ``work`` now, with the runs that gave them."""
-    runs = json.loads((work / "runs.json").read_text())
+    runs_file = work / "runs.json"
+    if not runs_file.is_file():
+        raise SystemExit(f"{work} holds no run to report (run `scripts/mutation.sh {work.name}` first)")
+    runs = json.loads(runs_file.read_text())
     command = ", then ".join(
         f"{entry['command']} ({dt.datetime.fromisoformat(entry['started']):%Y-%m-%d %H:%M} UTC)" if len(runs) > 1
         else entry["command"]
@@ -549,8 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.packages) == bool(args.changed):
         parser.error("name packages, or give --changed BASE_REV (not both)")
-    if args.resume and args.changed:
-        parser.error("--resume carries on the runs of named packages, not --changed")
+    if (args.resume or args.report_only) and args.changed:
+        parser.error("--resume and --report-only take named packages, not --changed")
 
     if args.changed:
         files = changed_files(args.changed)
@@ -575,39 +578,34 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     RESULTS.mkdir(exist_ok=True)
     for package in args.packages:
-        command = f"scripts/mutation.sh {package}"
         if "/" in package:
-            if args.resume:
-                parser.error("--resume carries on packages and declared parts")
+            if args.resume or args.report_only:
+                parser.error("--resume and --report-only take packages and declared parts")
             label = package.replace("/", "-")
-            outcome = run(label, package_files(package), tests_for(package), command, args.jobs)
+            outcome = run(label, package_files(package), tests_for(package), f"scripts/mutation.sh {package}", args.jobs)
             report = render(outcome, args.fail_under)
             (SCRATCH / f"{label}.md").write_text(report)
             print(report)
             failed |= outcome.score < args.fail_under
             continue
-        name, _, part = package.partition(".")
-        if part or name in PARTS:
-            # A package reported in parts: the part named, or each of them in turn.
-            for part_name in [part] if part else list(PARTS[name]):
-                label = f"{name}.{part_name}"
-                if args.report_only:
-                    outcome = outcome_of(SCRATCH / label, label)
-                elif args.resume:
-                    outcome = resume(label, f"scripts/mutation.sh {label} --resume", args.jobs)
-                else:
-                    modules = part_files(name, part_name)
-                    outcome = run(label, modules, tests_for(name), f"scripts/mutation.sh {label}", args.jobs)
-                failed |= write_report(label, outcome, args.fail_under)
-            continue
-        if args.report_only:
-            outcome = outcome_of(SCRATCH / package, package)
-        elif args.resume:
-            outcome = resume(package, f"{command} --resume", args.jobs)
-        else:
-            outcome = run(package, package_files(package), tests_for(package), command, args.jobs)
-        failed |= write_report(package, outcome, args.fail_under)
+        for label, modules in reported(package):
+            if args.report_only:
+                outcome = outcome_of(SCRATCH / label, label)
+            elif args.resume:
+                outcome = resume(label, f"scripts/mutation.sh {label} --resume", args.jobs)
+            else:
+                outcome = run(label, modules, tests_for(label), f"scripts/mutation.sh {label}", args.jobs)
+            failed |= write_report(label, outcome, args.fail_under)
     return 1 if failed else 0
+
+
+def reported(package: str) -> list[tuple[str, list[str]]]:
+    """The reports a package (or one declared part) is written in: (label, its modules) each;
+    a package declared in ``PARTS`` is reported part by part."""
+    name, _, part = package.partition(".")
+    if not part and name not in PARTS:
+        return [(package, package_files(package))]
+    return [(f"{name}.{part_name}", part_files(name, part_name)) for part_name in ([part] if part else PARTS[name])]
 
 
 def write_report(label: str, outcome: Outcome, fail_under: float) -> bool:
