@@ -152,7 +152,7 @@ async def test_a_trigger_and_the_backends_own_items_pass_through(native: Respons
 async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUpstream) -> None:
     native.enqueue(Whole({"object": "response.compaction", "id": "theirs", "output": [BACKENDS_OWN], "created_at": 12,
                           "usage": {"input_tokens": 9, "output_tokens": 2, "total_tokens": 11}}),
-                   Whole({"object": "response.compaction", "created_at": "not a number", "output": "not a list"}))  # fmt: skip
+                   Whole({"object": "response", "created_at": "not a number", "output": "not a list"}))  # fmt: skip
     async with gateway_client(native_config(native)) as client:
         reply = await client.post("/v1/responses/compact", json={"model": "m", "input": HISTORY, "stream": True})
         odd = await client.post("/v1/responses/compact", json={"model": "m", "input": HISTORY})
@@ -163,5 +163,6 @@ async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUp
     assert native.compact_bodies[0]["model"] == "m" and "stream" not in native.compact_bodies[0]
     assert native.bodies == []
     weird = odd.json()
+    assert weird["object"] == "response.compaction"  # whatever the backend labels it
     assert isinstance(weird["created_at"], int) and weird["output"] == []
     assert weird["usage"]["input_tokens"] == 0

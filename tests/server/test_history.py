@@ -41,6 +41,9 @@ async def test_a_connection_keeps_its_newest_responses_and_forgets_a_failed_one(
     history.forget("resp_1")
     with pytest.raises(PreviousResponseNotFound):
         await history.conversation("resp_1", None)
+    history.forget("resp_1")  # a failed continuation of a response the connection no longer has (or never had:
+    history.forget("resp_stored")  # one from the store): nothing to forget, and the connection goes on
+    assert texts(await history.conversation("resp_99", None)) == ["question 99", "answer 99"]
 
 
 async def test_the_store_keeps_only_what_may_be_stored_and_backs_the_connection() -> None:

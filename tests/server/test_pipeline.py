@@ -160,6 +160,7 @@ async def test_malformed_requests(upstream: ChatUpstream) -> None:
         clash = [CUSTOM_PATCH, {"type": "function", "name": "apply_patch", "parameters": {"type": "object"}}]
         bad_tools = await client.post("/v1/responses", json={"model": "m", "input": "hi", "tools": clash})
     assert not_json.status_code == 400 and "not valid JSON" in not_json.json()["error"]["message"]
+    assert not_json.headers["content-type"] == "application/json"  # what the SDK reads an error from
     assert (no_model.status_code, no_model.json()["error"]["param"]) == (400, "model")
     assert (bad_tools.status_code, bad_tools.json()["error"]) == (400, {
         "message": "Two different tools are named apply_patch: at tools[0] and at tools[1].",

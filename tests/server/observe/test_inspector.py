@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 
 from tests.support.chat_upstream import Call, ChatUpstream, Text, ToolCalls
-from tests.support.gateway import free_port
+from tests.support.gateway import UPSTREAM_KEY_ENV, free_port
 from tests.support.observed import (
     CUSTOM_PATCH_TOOL,
     PATCH,
@@ -29,7 +29,9 @@ from tests.support.observed import (
     observed_client,
     observed_config,
 )
+from tests.support.responses_upstream import ResponsesUpstream, Whole
 from tests.support.served import as_asgi3
+from toolwire.config import UpstreamConfig
 from toolwire.protocol import SSEDecoder
 from toolwire.server._exchange import Exchange
 from toolwire.server.observe._inspector import RecentExchanges
@@ -73,6 +75,32 @@ def test_the_api_lists_an_exchange_and_shows_its_four_sides(upstream: ChatUpstre
     assert record["upstream_request"]["messages"][-1] == {"role": "user", "content": "add hello.txt"}
     assert record["upstream_chunks"] and record["events"]
     assert listing.json()["kept"]["exchanges"] == 1
+
+
+@pytest.mark.parametrize("backend", ["chat", "responses"])
+def test_a_compaction_is_recorded_with_what_the_upstream_answered(
+    backend: str, upstream: ChatUpstream, responses_upstream: ResponsesUpstream
+) -> None:
+    """``/v1/responses/compact``: the gateway's own (a Chat backend's whole answer, sealed)
+    and a Responses backend's (its compaction object), each kept as the upstream's side."""
+    config = observed_config(upstream.base_url)
+    if backend == "chat":
+        upstream.enqueue(Text("The user wants a fix."))
+    else:
+        config.upstreams[0] = UpstreamConfig(
+            name="local", kind="responses", base_url=responses_upstream.base_url, supports_compaction=True,
+            api_key_env=UPSTREAM_KEY_ENV, default=True,
+        )  # fmt: skip
+        responses_upstream.enqueue(Whole({"object": "response.compaction", "id": "theirs", "output": [], "created_at": 3}))
+    with observed_client(config) as (client, _):
+        compacted = client.post("/v1/responses/compact", json={"model": "m", "input": "hi"})
+        record = client.get(f"/ui/api/exchanges/{compacted.json()['id']}").json()
+    assert compacted.status_code == 200 and record["outcome"] == "completed"
+    [answer] = record["upstream_chunks"]
+    if backend == "chat":
+        assert answer["choices"][0]["message"]["content"] == "The user wants a fix."
+    else:
+        assert answer["id"] == "theirs"
 
 
 def test_an_exchange_no_longer_kept_is_a_404(upstream: ChatUpstream) -> None:

@@ -1,0 +1,243 @@
+"""``pump`` and ``Answer`` over a transport that keeps what it is told: a real Chat stream
+translator fed scripted upstream batches, and what reaches the client, delivery by
+delivery. The whole gateway does the same in tests/server/test_gateway.py; here each way
+a stream can end is taken on its own: its end in the same delivery as its last batch,
+when it finished, a body that just stopped, an upstream that breaks, a translator that
+fails, and what an answer given says to the shutdown path and the client's watch."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.errors import UpstreamError
+from toolwire.protocol import parse_request
+from toolwire.server._answer import Answer, pump
+from toolwire.server._exchange import Exchange
+from toolwire.server._pipeline import _ClientWatch
+from toolwire.server._transport import ErrorAnswer
+from toolwire.server.observe import Redactor
+from toolwire.translate import ChatStreamTranslator, translate_request
+
+KEY = "upstream-key-7Fq2w"  # no well-known prefix: only the configured-secret path hides it
+LONG_AGO = 1_000_000_000  # created_at of the translators here: 2001
+
+
+@dataclass
+class KeptTransport:
+    """A ``Transport`` that keeps each delivery, in order."""
+
+    deliveries: list[tuple[Any, ...]] = field(default_factory=list)
+
+    async def send_error(self, error: ErrorAnswer) -> None:
+        self.deliveries.append(("error", error))
+
+    async def send_response(self, response: dict[str, Any]) -> None:
+        self.deliveries.append(("response", response))
+
+    async def open_stream(self) -> None:
+        self.deliveries.append(("open",))
+
+    async def send_events(self, events: list[Any], *, last: bool) -> None:
+        self.deliveries.append(("events", list(events), last))
+
+    async def client_gone(self) -> None:
+        await asyncio.Event().wait()
+
+    def event_deliveries(self) -> list[tuple[list[str], bool]]:
+        return [([e["type"] for e in d[1]], d[2]) for d in self.deliveries if d[0] == "events"]
+
+    def events(self) -> list[dict[str, Any]]:
+        return [event for d in self.deliveries if d[0] == "events" for event in d[1]]
+
+
+class Upstream:
+    """``StreamBatches`` that end as ``end`` says: ``"done"``, cleanly with the last batch
+    (as an SSE stream does when the read holding ``[DONE]`` comes); ``"stopped"``, a body
+    that just stopped; an ``UpstreamError``, a connection that broke after the batches."""
+
+    def __init__(self, batches: list[list[dict[str, Any]]], end: str | UpstreamError = "done") -> None:
+        self._batches = batches
+        self._end = end
+        self.ended_cleanly = False
+
+    async def _iterate(self) -> AsyncIterator[list[dict[str, Any]]]:
+        for number, batch in enumerate(self._batches, 1):
+            self.ended_cleanly = self._end == "done" and number == len(self._batches)
+            yield batch
+        if isinstance(self._end, UpstreamError):
+            raise self._end
+
+    def __aiter__(self) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._iterate()
+
+
+class PlantedFault(ChatStreamTranslator):
+    """The Chat translator, failing on a chunk that says ``boom``."""
+
+    def feed(self, item: dict[str, Any], /) -> list[Any]:
+        if item.get("boom"):
+            raise RuntimeError("planted fault")
+        return super().feed(item)
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": content}}]}
+
+
+def finish(reason: str = "stop") -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
+
+
+def translator(kind: type[ChatStreamTranslator] = ChatStreamTranslator) -> ChatStreamTranslator:
+    request = parse_request(orjson.dumps({"model": "m", "input": "hi", "stream": True}))
+    return kind(request, translate_request(request).tools, response_id="resp_1", created_at=LONG_AGO, model="m")
+
+
+def answer_on(transport: KeptTransport, secrets: tuple[str, ...] = ()) -> Answer:
+    return Answer(Exchange("resp_1", b"{}"), transport, Redactor(secrets).redact_json)
+
+
+async def nothing_to_keep(response: dict[str, Any]) -> None:
+    pass
+
+
+async def test_the_last_batch_and_the_end_of_the_stream_go_out_in_one_delivery() -> None:
+    transport = KeptTransport()
+    await pump(answer_on(transport), Upstream([[text("Hel")], [text("lo"), finish()]]), translator(), nothing_to_keep)
+    first, last = transport.event_deliveries()
+    assert first == (
+        ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+         "response.output_text.delta"],
+        False,
+    )  # fmt: skip
+    assert last[0][:1] == ["response.output_text.delta"] and last[0][-1] == "response.completed" and last[1] is True
+    assert transport.deliveries[0] == ("open",) and len(transport.deliveries) == 3
+
+
+async def test_a_stream_is_completed_when_it_ended_not_when_it_began() -> None:
+    transport = KeptTransport()
+    before = int(time.time())
+    await pump(answer_on(transport), Upstream([[text("Hello"), finish()]]), translator(), nothing_to_keep)
+    response = transport.events()[-1]["response"]
+    assert response["status"] == "completed"
+    assert response["created_at"] == LONG_AGO
+    assert before <= response["completed_at"] <= int(time.time())
+
+
+async def test_a_stream_that_ended_cleanly_without_a_finish_reason_is_complete() -> None:
+    """Some servers send ``[DONE]`` and no ``finish_reason``: the answer is whole."""
+    transport = KeptTransport()
+    await pump(answer_on(transport), Upstream([[text("Hello")]]), translator(), nothing_to_keep)
+    completed = transport.events()[-1]
+    assert completed["type"] == "response.completed"
+    assert completed["response"]["output"][0]["content"][0]["text"] == "Hello"
+
+
+async def test_a_body_that_just_stopped_fails_rather_than_pass_as_complete() -> None:
+    transport = KeptTransport()
+    await pump(answer_on(transport), Upstream([[text("Hel")], [text("lo")]], "stopped"), translator(), nothing_to_keep)
+    failed = transport.events()[-1]
+    assert failed["type"] == "response.failed"
+    assert failed["response"]["error"]["message"] == (
+        "The upstream stream ended before it finished (no finish reason, no [DONE])."
+    )
+
+
+async def test_an_upstream_that_breaks_at_once_still_opens_the_response_it_fails() -> None:
+    transport = KeptTransport()
+    broken = Upstream([], UpstreamError("The upstream connection broke: reset by peer."))
+    await pump(answer_on(transport), broken, translator(), nothing_to_keep)
+    assert transport.event_deliveries() == [
+        (["response.created", "response.in_progress", "error", "response.failed"], True)
+    ]
+    assert transport.events()[-1]["response"]["error"]["message"] == "The upstream connection broke: reset by peer."
+
+
+async def test_a_translator_that_fails_mid_stream_fails_the_response_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    transport = KeptTransport()
+    caplog.set_level(logging.ERROR, logger="toolwire.server")
+    await pump(answer_on(transport), Upstream([[text("Hel"), {"boom": True}]]), translator(PlantedFault),
+               nothing_to_keep)  # fmt: skip
+    [(types, last)] = transport.event_deliveries()
+    assert types == [
+        "response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+        "response.output_text.delta", "error", "response.failed",
+    ] and last  # fmt: skip
+    message = "The gateway failed while translating the stream."
+    assert transport.events()[-2]["message"] == message
+    assert transport.events()[-1]["response"]["error"] == {"code": "server_error", "message": message}
+    [record] = [r for r in caplog.records if r.name == "toolwire.server"]
+    assert record.getMessage() == "stream translation failed"
+    assert record.exc_info is not None and str(record.exc_info[1]) == "planted fault"
+
+
+async def test_only_failure_events_are_redacted_the_model_s_text_passes_as_it_is() -> None:
+    """An upstream may echo its key in an error; what the model wrote is the model's,
+    in the stream's last delivery too."""
+    transport = KeptTransport()
+    whole = Upstream([[text(f"the key is {KEY}"), finish()]])
+    await pump(answer_on(transport, secrets=(KEY,)), whole, translator(), nothing_to_keep)
+    [(_, last)] = transport.event_deliveries()
+    assert last
+    events = transport.events()
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == [f"the key is {KEY}"]
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == f"the key is {KEY}"
+
+    transport = KeptTransport()
+    broken = Upstream([[text("Hello")]], UpstreamError(f"The upstream said: invalid key {KEY}."))
+    await pump(answer_on(transport, secrets=(KEY,)), broken, translator(), nothing_to_keep)
+    events = transport.events()
+    assert events[-2]["message"] == "The upstream said: invalid key [redacted]."
+    assert events[-1]["response"]["error"]["message"] == "The upstream said: invalid key [redacted]."
+    assert KEY not in orjson.dumps(events).decode()
+
+
+@pytest.mark.parametrize(("response", "outcome"), [({"status": "incomplete"}, "incomplete"), ({}, "completed")])
+async def test_a_whole_response_is_recorded_by_its_status(response: dict[str, Any], outcome: str) -> None:
+    answer = answer_on(KeptTransport())
+    await answer.response({"id": "resp_1", "object": "response", **response})
+    assert answer.exchange.outcome == outcome
+
+
+async def test_after_an_error_the_shutdown_path_sends_nothing_more() -> None:
+    transport = KeptTransport()
+    answer = answer_on(transport)
+    await answer.error(UpstreamError("The upstream is down."))
+    await answer.cut_short()
+    [(kind, error)] = transport.deliveries
+    assert kind == "error" and error.status == 502
+    assert error.body["error"]["message"] == "The upstream is down."
+
+
+@pytest.mark.parametrize("given", ["error", "response", "stream"])
+async def test_a_client_leaving_after_its_whole_answer_does_not_cancel_the_exchange(given: str) -> None:
+    """The exchange may still be closing its upstream stream: the watch leaves it be.
+    Before the answer is out, the same watch cancels it."""
+    answer = answer_on(KeptTransport())
+    exchange_task = asyncio.ensure_future(asyncio.sleep(30))
+    gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    gone.set_result(None)
+    watch = _ClientWatch(exchange_task, answer)
+    watch(gone)
+    assert exchange_task.cancelling() == 1 and watch.left  # nothing was out yet
+    exchange_task.uncancel()
+    watch = _ClientWatch(exchange_task, answer)
+    if given == "error":
+        await answer.error(UpstreamError("The upstream is down."))
+    elif given == "response":
+        await answer.response({"id": "resp_1", "object": "response", "status": "completed"})
+    else:
+        await answer.events([{"type": "response.completed", "response": {}}], last=True)
+    watch(gone)
+    assert exchange_task.cancelling() == 0 and not watch.left
+    exchange_task.cancel()
