@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
+from websockets.asyncio.client import connect
 
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
@@ -196,6 +197,7 @@ async def test_a_body_that_stops_arriving(upstream: ChatUpstream, monkeypatch: p
         waited = time.monotonic() - started
         after = await served.tripped()
     assert status_of(answer) == 408
+    assert (error_of(answer)["type"], error_of(answer)["code"]) == ("invalid_request_error", "request_timeout")
     message = error_of(answer)["message"]
     said = re.fullmatch(
         r"The request body arrived too slowly: 8 bytes in (\d+) s, the last (\d+) s ago "
@@ -487,6 +489,32 @@ async def test_a_websocket_asked_for_when_every_place_is_busy_is_told_to_retry(
         "message": "The gateway has as many connections as it allows (max_connections), all busy; retry in 1 s.",
         "type": "service_unavailable", "param": None, "code": "gateway_busy",
     }  # fmt: skip
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_websocket_keeps_its_place_until_it_closes(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgraded connection counts as open and busy (never closed to make room) for as
+    long as its WebSocket lasts; once it closes, its place is free again."""
+    upstream.enqueue(Text("hi"), Text("yes"))
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        table = _connections.process_table()
+        async with connect(served.url.replace("http://", "ws://") + "/v1/responses", open_timeout=20) as ws:
+            await ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": "hi"}).decode())
+            while orjson.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                pass
+            assert (table.open, table.waiting) == (1, 0)
+            refused = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert status_of(await refused.until_closed()) == 503, "the WebSocket was not closed to make room"
+            await asyncio.sleep(2 * BOUNDS["client_body_timeout"])  # the HTTP side's bounds end with the upgrade
+            await ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": "still here?"}).decode())
+            while orjson.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                pass
+        for _ in range(200):  # until the server has seen the WebSocket close, bounded (10 s)
+            if table.open == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert table.open == 0
+        assert status_of(await served.get("/healthz")) == 200
 
 
 @pytest.mark.usefixtures("fresh_table")

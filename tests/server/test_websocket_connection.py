@@ -291,6 +291,21 @@ async def test_a_message_over_the_limit_closes_with_1009(upstream: ChatUpstream)
         assert await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes") == before + 1
 
 
+async def test_a_client_that_closes_normally_trips_no_limit(upstream: ChatUpstream) -> None:
+    """Only a close for a message over the limit (1009) counts as the limit tripped."""
+    upstream.enqueue(Text("hi"))
+    async with gateway(chat_config(upstream.base_url)) as gw:
+        before = await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes")
+        async with session(gw) as ws:
+            completed(await create(ws, input="hi"))
+        for _ in range(200):  # until the server has seen the close and let the connection go, bounded
+            if not gw.server.server_state.connections:
+                break
+            await asyncio.sleep(0.05)
+        assert not gw.server.server_state.connections
+        assert await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes") == before
+
+
 async def test_a_client_that_leaves_cancels_its_answer(upstream: ChatUpstream) -> None:
     upstream.enqueue(Stall(after_chunks=2, seconds=30))
     async with gateway(chat_config(upstream.base_url)) as gw:

@@ -88,6 +88,11 @@ def test_the_address_is_checked_before_any_worker_starts(supervisor_log: Callabl
         again.bind(("127.0.0.1", 0))
         again.listen()
         check_address("127.0.0.1", again.getsockname()[1])
+    with pytest.raises(OSError), socket.socket() as gateway:  # another gateway's worker holds the port
+        gateway.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        gateway.bind(("127.0.0.1", 0))
+        gateway.listen()
+        check_address("127.0.0.1", gateway.getsockname()[1])
     assert check_address("127.0.0.1", 0) > 0
     assert check_address("::1", 0) > 0  # an IPv6 address gets an IPv6 socket
     assert reuse_port_supported()
@@ -102,17 +107,19 @@ def test_a_worker_that_dies_at_once_stops_everything(supervisor_log: Callable[[]
 
 @pytest.mark.usefixtures("mock_gateway")
 def test_a_worker_that_dies_later_is_replaced_and_sigterm_stops_all(supervisor_log: Callable[[], list[str]]) -> None:
+    """Of two workers, the second dies: it is replaced (each worker is watched, not only
+    the first), and the supervisor says once that the workers are past start-up."""
     port = free_port()
     seen: dict[str, Any] = {}
     returned = threading.Event()
 
     def operator() -> None:
         try:
-            started = wait_for(lambda: [m for m in supervisor_log() if m.startswith("1 workers on")], unless=returned)
-            seen["first"] = int(re.search(r"pids (\d+)", started[0])[1])  # type: ignore[index]
+            started = wait_for(lambda: [m for m in supervisor_log() if m.startswith("2 workers on")], unless=returned)
+            seen["second"] = int(re.search(r"pids \d+, (\d+)\)", started[0])[1])  # type: ignore[index]
             wait_for(lambda: healthy(port))
             wait_for(lambda: "workers past start-up: one that exits from now on is replaced" in supervisor_log())
-            os.kill(seen["first"], signal.SIGKILL)
+            os.kill(seen["second"], signal.SIGKILL)
             replaced = wait_for(lambda: [m for m in supervisor_log() if "; starting another" in m])
             seen["replaced"] = replaced[0]
             seen["healthy_again"] = wait_for(lambda: healthy(port))
@@ -123,13 +130,14 @@ def test_a_worker_that_dies_later_is_replaced_and_sigterm_stops_all(supervisor_l
     helper = threading.Thread(target=operator)
     helper.start()
     try:
-        status = run_workers(worker_config(port), 1, "warning")
+        status = run_workers(worker_config(port), 2, "warning")
     finally:
         returned.set()
         helper.join()
     assert status == 0
-    assert seen["replaced"] == f"worker {seen['first']} exited (-9); starting another"
+    assert seen["replaced"] == f"worker {seen['second']} exited (-9); starting another"
     assert seen["healthy_again"]
+    assert supervisor_log().count("workers past start-up: one that exits from now on is replaced") == 1
     assert signal.getsignal(signal.SIGTERM) is not None and not healthy(port)
 
 

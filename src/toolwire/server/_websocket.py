@@ -112,8 +112,9 @@ class ResponsesWebSocketEndpoint:
 
 @dataclass(frozen=True, slots=True)
 class _Message:
+    """A message from the client: its text, or None for a binary one (which is refused)."""
+
     text: str | None
-    data: bytes | None
 
 
 class ResponsesConnection:
@@ -194,7 +195,7 @@ class ResponsesConnection:
         while True:
             message = await self._receive()
             if message["type"] == "websocket.receive":
-                await self._messages.put(_Message(message.get("text"), message.get("bytes")))
+                await self._messages.put(_Message(message.get("text")))
                 self._stirred.set()
             elif message["type"] == "websocket.disconnect":
                 if message.get("code") == 1009 and not self._closed:

@@ -81,7 +81,7 @@ def run_workers(config: dict[str, Any], workers: int, log_level: str) -> int:
     stopping = False
 
     def start() -> tuple[SpawnProcess, float]:
-        process = context.Process(target=_serve_worker, args=(config, log_level), name="toolwire-worker")
+        process = context.Process(target=_serve_worker, args=(config, log_level))
         process.start()
         return process, time.monotonic()
 
