@@ -5,6 +5,7 @@ tests/server/test_compaction*.py run the same through the real gateway process."
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,11 @@ async def test_the_compact_endpoint_seals_the_models_summary(upstream: ChatUpstr
     assert sent["messages"][-1] == {"role": "user", "content": COMPACTION_PROMPT}
 
 
-async def test_a_trigger_compacts_and_the_item_opens_in_a_later_request(upstream: ChatUpstream) -> None:
+async def test_a_trigger_compacts_and_the_item_opens_in_a_later_request(
+    upstream: ChatUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     upstream.enqueue(Text(SUMMARY, usage=USAGE), Text("Reading parse.py."))
+    caplog.set_level(logging.INFO, logger="toolwire.exchange")
     async with gateway_client(chat_config(upstream.base_url)) as client:
         streamed = await client.post(
             "/v1/responses", json={"model": "m", "input": [*HISTORY, TRIGGER], "tools": TOOLS, "stream": True, "store": False}
@@ -64,7 +68,15 @@ async def test_a_trigger_compacts_and_the_item_opens_in_a_later_request(upstream
         later = [HISTORY[0], item, {"type": "message", "role": "user", "content": "Go on."}]
         reply = await client.post("/v1/responses", json={"model": "m", "input": later, "tools": TOOLS, "store": False})
     assert item["type"] == "compaction"
+    created = events[0]["response"]
+    assert (created["model"], type(created["created_at"])) == ("m", int)
+    assert upstream.chat_requests[0]["stream"] is True, "the summary streams as the client asked"
     assert reply.status_code == 200, reply.text
+    logged = [orjson.loads(r.getMessage()) for r in caplog.records if r.name == "toolwire.exchange"]
+    assert [line["conversions"] for line in logged] == [
+        ["compaction summary written by the backend's model"],
+        ["compaction items opened into their summaries", "consecutive user messages merged"],
+    ]
     [user] = [m for m in upstream.chat_requests[1]["messages"] if m["role"] == "user"]
     assert user["content"] == f"Fix the failing test.\n\n{SUMMARY_HEADING}\n\n{SUMMARY}\n\nGo on."
     assert [tool["function"]["name"] for tool in upstream.chat_requests[1]["tools"]] == ["exec_command"]
@@ -95,6 +107,15 @@ async def test_an_item_that_cannot_be_opened_names_where_it_is(upstream: ChatUps
     assert own.status_code == 400
     assert (own.json()["error"]["param"], own.json()["error"]["code"]) == ("input[1].encrypted_content", "invalid_encrypted_content")
     assert len(upstream.requests) == 1
+    # After a stored history, the place is counted in the request's own input.
+    upstream.enqueue(Text("Stored."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        before = (await client.post("/v1/responses", json={"model": "m", "input": HISTORY[0]["content"][0]["text"]})).json()
+        continued = await client.post(
+            "/v1/responses", json={"model": "m", "previous_response_id": before["id"], "input": ["Go on.", altered][1:]}
+        )
+    assert continued.status_code == 400
+    assert continued.json()["error"]["param"] == "input[0].encrypted_content"
 
 
 async def test_a_stored_item_whose_key_is_lost_is_named_by_the_id_that_continues_it(
@@ -147,6 +168,7 @@ async def test_a_trigger_and_the_backends_own_items_pass_through(native: Respons
     assert [item["type"] for item in sent_first["input"]][-1] == "compaction_trigger"
     assert sum(item["type"] == "compaction_trigger" for item in sent_first["input"]) == 1
     assert BACKENDS_OWN in sent_second["input"]
+    assert "compaction_trigger" not in [item.get("type") for item in sent_second["input"]], "no trigger the client did not send"
 
 
 async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUpstream) -> None:
@@ -161,6 +183,7 @@ async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUp
     assert (compacted["object"], compacted["created_at"], compacted["output"]) == ("response.compaction", 12, [BACKENDS_OWN])
     assert compacted["usage"]["input_tokens"] == 9 and compacted["usage"]["input_tokens_details"] == {"cached_tokens": 0}
     assert native.compact_bodies[0]["model"] == "m" and "stream" not in native.compact_bodies[0]
+    assert native.compact_bodies[0]["input"] == HISTORY, "the backend's own compaction gets the input as it is"
     assert native.bodies == []
     weird = odd.json()
     assert weird["object"] == "response.compaction"  # whatever the backend labels it

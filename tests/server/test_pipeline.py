@@ -254,6 +254,7 @@ async def test_the_answers_of_a_full_gateway(upstream: ChatUpstream) -> None:
     upstream.enqueue(Stall(after_chunks=1, seconds=30))
     async with gateway_client(chat_config(upstream.base_url, max_streams=1)) as client:
         async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as held:
+            assert held.status_code == 200, "one exchange takes one place: the one allowed"
             async for _ in held.aiter_raw():
                 break
             refused = await client.post("/v1/responses", json={"model": "m", "input": "hi"})

@@ -131,9 +131,8 @@ class Compactions:
         if not compact or native:
             return CompactionPlan(opened_request, conversions=opened.conversions)
         assert seal is not None
-        summary = summary_request(opened_request).model_copy(update={"stream": request.stream})
         return CompactionPlan(
-            summary,
+            summary_request(opened_request),
             seal=lambda text: seal.seal(text, owner),
             retained=retained_messages(items),
             conversions=[*opened.conversions, "compaction summary written by the backend's model"],
