@@ -402,6 +402,9 @@ def test_the_table_reads_its_limits_from_the_configuration(monkeypatch: pytest.M
     monkeypatch.setattr(_connections, "_table", None)
     monkeypatch.delenv(CONFIG_ENV)
     assert _connections.process_table().limits.header_timeout == 10.0  # no configuration: the defaults
+    # Without max_connections, the connections are what the open files leave beside max_streams.
+    streams_set = _connections.ConnectionLimits.of(chat_config("http://127.0.0.1:9/v1", max_streams=10).server, 1024)
+    assert (streams_set.max_connections, streams_set.overflow) == (891, 55)
 
 
 @pytest.mark.usefixtures("fresh_table")

@@ -67,6 +67,7 @@ async def test_a_whole_answer(upstream: ChatUpstream, exchange_log: list[JSON]) 
     assert asked_at <= response.json()["created_at"] <= answered_at  # when the gateway received it
     assert response.headers["content-type"] == "application/json"
     assert int(response.headers["content-length"]) == len(response.content)
+    assert "transfer-encoding" not in response.headers, "a whole answer says its length, and is not chunked"
     body = response.json()
     assert re.fullmatch(r"resp_[0-9a-f]{32}", body["id"])
     assert (body["object"], body["status"], body["model"]) == ("response", "completed", "qwen3")
@@ -270,6 +271,27 @@ async def test_the_answers_of_a_full_gateway(upstream: ChatUpstream) -> None:
     }  # fmt: skip
     assert other.status_code == 200, "only /v1/responses is capped"
     assert re.search(r'^toolwire_limits_tripped_total\{limit="max_streams"\} [1-9]', metrics, re.MULTILINE)
+
+
+async def test_each_exchange_holds_one_place_under_max_streams_and_gives_it_back(upstream: ChatUpstream) -> None:
+    """Two places: two streams held, a third request refused; once they end, their places
+    come back, exactly two again."""
+    body = {"model": "m", "input": "hi", "stream": True}
+    async with gateway_client(chat_config(upstream.base_url, max_streams=2)) as client:
+        for _ in range(2):
+            upstream.enqueue(*[Stall(after_chunks=1, seconds=30)] * 2, Text("a place again"))
+            async with client.stream("POST", "/v1/responses", json=body) as first, client.stream(
+                "POST", "/v1/responses", json=body
+            ) as second:
+                assert (first.status_code, second.status_code) == (200, 200), "two places, two exchanges"
+                third = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+                assert third.status_code == 503
+            for _ in range(200):  # until both left streams have ended and given their places back, bounded (10 s)
+                again = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+                if again.status_code != 503:
+                    break
+                await asyncio.sleep(0.05)
+            assert again.status_code == 200 and again.json()["output"][0]["content"][0]["text"] == "a place again"
 
 
 async def test_health_and_readiness(upstream: ChatUpstream) -> None:
