@@ -291,6 +291,27 @@ async def test_a_message_over_the_limit_closes_with_1009(upstream: ChatUpstream)
         assert await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes") == before + 1
 
 
+async def test_past_max_streams_a_response_gets_an_error_event_and_the_connection_stays(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Stall(after_chunks=1, seconds=30), Text("room again"))
+    async with gateway(chat_config(upstream.base_url, max_streams=1)) as gw, session(gw) as ws:
+        async with httpx.AsyncClient(base_url=gw.url, timeout=30) as http, http.stream(
+            "POST", "/v1/responses", json={"model": "m", "input": "hold", "stream": True}
+        ) as held:
+            assert held.status_code == 200
+            async for _ in held.aiter_raw():
+                break
+            await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi"}))
+            refused = await next_event(ws)
+        for _ in range(200):  # until the held stream has ended and given its place back, bounded
+            events = await create(ws, input="hi")
+            if events[0]["type"] != "error":
+                break
+            await asyncio.sleep(0.05)
+    assert (refused["type"], refused["status"], refused["error"]["code"]) == ("error", 503, "gateway_busy")
+    assert "max_streams" in refused["error"]["message"]
+    assert text_of(completed(events)) == "room again"
+
+
 async def test_a_client_that_closes_normally_trips_no_limit(upstream: ChatUpstream) -> None:
     """Only a close for a message over the limit (1009) counts as the limit tripped."""
     upstream.enqueue(Text("hi"))
