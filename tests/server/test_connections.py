@@ -290,6 +290,29 @@ async def test_a_request_answered_before_its_body_is_not_answered_again_when_the
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_body_that_ends_after_its_answer_leaves_the_connection_waiting_for_a_request(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request answered before its body came (no route reads it): once the body is in,
+    the connection waits for its next request like any kept-alive one, and is closed when
+    none comes within keep_alive_timeout."""
+    async with bounded(upstream, monkeypatch) as served:
+        before = await served.tripped()
+        client = await served.connect(b"POST /v2/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+        answer = await asyncio.wait_for(client.reader.readuntil(b"}}"), 30)
+        await client.send(b"0123456789")
+        for _ in range(200):  # until the body is in and the connection waits, bounded (10 s)
+            if _connections.process_table().waiting == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert _connections.process_table().waiting == 1
+        rest = await client.until_closed()
+        after = await served.tripped()
+    assert status_of(answer) == 404 and rest == b""
+    assert grew(before, after, "keep_alive_timeout") == 1
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_an_idle_kept_alive_connection_is_closed(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch) as served:
         before = await served.tripped()
@@ -349,6 +372,12 @@ async def test_at_the_cap_the_longest_idle_connection_makes_room(upstream: ChatU
         newest = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert status_of(await newest.until_closed()) == 200
         assert await oldest.until_closed() == b"", "the longest waiting, silent one was closed"
+        table = _connections.process_table()
+        for _ in range(200):  # until the server has let the closed ones go, bounded (10 s)
+            if table.open <= 1:
+                break
+            await asyncio.sleep(0.05)
+        assert (table.open, table.waiting) == (1, 1), "the reclaimed one is counted out once, not twice"
         newer.close()
         after = await served.tripped()
     assert grew(before, after, "max_connections_reclaimed") >= 1

@@ -212,7 +212,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._send_deadline: asyncio.TimerHandle | None = None
         self._awaiting_head = True
         self._head_bytes = 0
-        self._body_pending = False
         self._body_started = 0.0
         self._body_last = 0.0  # when body bytes last arrived
         self._body_bytes = 0
@@ -291,7 +290,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             elif self._deadline is None and self._head_bytes and self._answered():
                 # The first bytes of a request on a kept-alive connection.
                 self._deadline = self.loop.call_later(self._limits.header_timeout, self._head_timed_out)
-        elif self._body_pending and self._deadline is None:
+        elif self._deadline is None:  # the body is on its way
             self._deadline = self.loop.call_later(self._limits.body_timeout, self._body_check)
 
     def on_headers_complete(self) -> None:
@@ -299,7 +298,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._cancel_deadline()
         self._table.busy(self)
-        self._body_pending = True
         self._body_started = self._body_last = self.loop.time()
         self._body_bytes = 0
         if self._over_capacity and not self._table.has_room():
@@ -319,7 +317,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_body(body)
 
     def on_message_complete(self) -> None:
-        self._body_pending = False
         self._awaiting_head = True
         self._cancel_deadline()
         super().on_message_complete()
