@@ -17,11 +17,13 @@ from typing import Any
 import orjson
 import pytest
 
+from toolwire.config import GatewayConfig
 from toolwire.errors import UpstreamError
 from toolwire.protocol import parse_request
+from toolwire.server import GatewaySettings, build_router
 from toolwire.server._answer import Answer, pump
 from toolwire.server._exchange import Exchange
-from toolwire.server._pipeline import _ClientWatch
+from toolwire.server._pipeline import ExchangePipeline, _ClientWatch
 from toolwire.server._transport import ErrorAnswer
 from toolwire.server.observe import Redactor
 from toolwire.translate import ChatStreamTranslator, translate_request
@@ -241,3 +243,25 @@ async def test_a_client_leaving_after_its_whole_answer_does_not_cancel_the_excha
     watch(gone)
     assert exchange_task.cancelling() == 0 and not watch.left
     exchange_task.cancel()
+
+
+class BrokenTransport(KeptTransport):
+    """A transport whose event deliveries fail as a bug would (not as a client leaving)."""
+
+    async def send_events(self, events: list[Any], *, last: bool) -> None:
+        raise RuntimeError("planted transport fault")
+
+
+async def test_an_exchange_that_fails_unexpectedly_is_logged_and_gives_its_place_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = GatewayConfig.model_validate(
+        {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
+    )
+    pipeline = ExchangePipeline(build_router(config), GatewaySettings(max_streams=1))
+    caplog.set_level(logging.ERROR, logger="toolwire.server")
+    exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), BrokenTransport())
+    assert exchange is not None and exchange.finished_at is not None
+    failed = [r for r in caplog.records if r.getMessage() == f"exchange {exchange.request_id} failed"]
+    assert len(failed) == 1 and failed[0].exc_info is not None and str(failed[0].exc_info[1]) == "planted transport fault"
+    assert pipeline.streams.in_progress == 0

@@ -391,9 +391,14 @@ async def test_a_connection_without_a_key_is_refused(upstream: ChatUpstream, mon
         async with session(gw, Authorization="Bearer ws-key-1") as ws:
             accepted = completed(await create(ws, input="hi"))
         counted = await gw.metric("toolwire_key_requests_total", key=STATIC_KEY_NAME, model="m", status="200")
+        async with httpx.AsyncClient() as http:
+            over_http = await http.post(gw.url + "/v1/responses", json={"model": "m", "input": "hi"})
     assert counted == 1  # the request was the key's, as over HTTP
+    assert (over_http.status_code, over_http.headers["content-type"]) == (401, "application/json")
+    assert over_http.headers["www-authenticate"] == "Bearer" and over_http.json()["error"]["code"] == "invalid_api_key"
     response = refused.value.response
     assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+    assert response.headers["content-type"] == "application/json"
     assert json.loads(response.body)["error"]["code"] == "invalid_api_key"
     assert text_of(accepted) == "with a key"
 
