@@ -265,3 +265,46 @@ async def test_an_exchange_that_fails_unexpectedly_is_logged_and_gives_its_place
     failed = [r for r in caplog.records if r.getMessage() == f"exchange {exchange.request_id} failed"]
     assert len(failed) == 1 and failed[0].exc_info is not None and str(failed[0].exc_info[1]) == "planted transport fault"
     assert pipeline.streams.in_progress == 0
+
+
+class FailingObserver:
+    """An observer with a bug: its ``finished`` raises."""
+
+    wants_traffic = False
+
+    def started(self, exchange: Exchange) -> None:
+        pass
+
+    def finished(self, exchange: Exchange) -> None:
+        raise RuntimeError("planted observer fault")
+
+
+@dataclass
+class SeenObserver:
+    finished_ids: list[str] = field(default_factory=list)
+    wants_traffic: bool = False
+
+    def started(self, exchange: Exchange) -> None:
+        pass
+
+    def finished(self, exchange: Exchange) -> None:
+        self.finished_ids.append(exchange.request_id)
+
+
+async def test_an_observer_that_fails_is_logged_and_the_others_still_see_the_exchange(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = GatewayConfig.model_validate(
+        {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
+    )
+    failing, seen = FailingObserver(), SeenObserver()
+    pipeline = ExchangePipeline(build_router(config), GatewaySettings(), observers=[failing, seen])
+    caplog.set_level(logging.ERROR, logger="toolwire.server")
+    transport = KeptTransport()
+    exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), transport)
+    assert exchange is not None and exchange.outcome == "completed"
+    assert transport.events()[-1]["type"] == "response.completed"
+    assert seen.finished_ids == [exchange.request_id]
+    [record] = [r for r in caplog.records if r.name == "toolwire.server"]
+    assert record.getMessage() == f"observer {failing!r} failed"
+    assert record.exc_info is not None and str(record.exc_info[1]) == "planted observer fault"

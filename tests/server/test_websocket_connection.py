@@ -156,6 +156,17 @@ async def test_a_failed_continuation_forgets_the_response_it_named(upstream: Cha
     assert (gone["status"], gone["error"]["code"]) == (404, "previous_response_not_found")
 
 
+async def test_a_response_continued_once_can_be_continued_again(upstream: ChatUpstream) -> None:
+    """Only a failed continuation forgets what it named: a branch from the same response works."""
+    upstream.enqueue(Text("first"), Text("one branch"), Text("another branch"))
+    async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
+        first = completed(await create(ws, input="one", store=False))
+        branch = completed(await create(ws, input="two", previous_response_id=first["id"], store=False))
+        again = completed(await create(ws, input="two again", previous_response_id=first["id"], store=False))
+    assert (text_of(branch), text_of(again)) == ("one branch", "another branch")
+    assert [m["content"] for m in upstream.chat_requests[2]["messages"]] == ["one", "first", "two again"]
+
+
 async def test_a_continuation_of_a_response_never_held_fails_and_the_connection_goes_on(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("still serving"))
     async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
