@@ -40,6 +40,7 @@ from openai.types.responses import Response
 from toolwire.protocol import TERMINAL_EVENT_TYPES, encode_event, parse_request
 from toolwire.tools import ToolCatalog
 from toolwire.translate import ChatStreamTranslator, UpstreamToolTable, open_reasoning
+from toolwire.translate.chat import stream as chat_stream
 
 from ..sdk import sdk_event, strict_checkable, without_parsed
 from ..test_custom_input import APPLY_PATCH_GRAMMAR, EXEC_DESCRIPTION, EXEC_GRAMMAR, PATCH
@@ -1559,6 +1560,99 @@ def test_any_chunk_sequence_gives_a_valid_stream(pieces: list[tuple[str, Any]], 
             chunks.append(chunk(**{"reasoning_content" if kind == "reasoning" else kind: value}))
     result = run(chunks, end="finish" if end == "finish" else "transport cut")
     verify(result.events)
+
+
+_CONTENT_PIECES = st.sampled_from(
+    ["Hel", "lo ", "", " ", "\n", "<think>", "</think>", "<tool_call>", '{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+     "</tool_call>", "`", "```", "x" * 7, "é", '[TOOL_CALLS]get_weather{"city": "Rome"}']
+)  # fmt: skip
+_BESIDE_CONTENT = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["assistant", None]),
+        "reasoning_content": st.sampled_from(["so", None, ""]),
+        "reasoning": st.sampled_from(["hmm", None]),
+        "refusal": st.sampled_from(["no", None]),
+        "tool_calls": st.sampled_from([None, [{"index": 0, "id": "call_q", "function": {"name": "get_weather", "arguments": "{}"}}]]),
+    },
+)  # fmt: skip
+
+
+@st.composite
+def busy_chunks(draw: st.DrawFn) -> JSON:
+    """A chunk of content alone about half the time, else with anything else a chunk can say."""
+    delta: JSON = {"content": draw(st.one_of(_CONTENT_PIECES, _CONTENT_PIECES, st.none()))}
+    delta.update(draw(st.one_of(st.just({}), st.just({"role": "assistant"}), _BESIDE_CONTENT)))
+    made = chunk(draw(st.sampled_from([None, None, None, None, "stop", "length", ""])), **delta)
+    choice = made["choices"][0]
+    choice["index"] = draw(st.sampled_from([0] * 7 + [1]))
+    odd = draw(st.sampled_from([None] * 6 + ["second choice", "usage", "usage", "error", "null error", "error object"]))
+    if odd == "second choice":
+        made["choices"].append({**choice, "index": 1 - choice["index"], "delta": {"content": "other choice"}})
+    elif odd == "usage":
+        made["usage"] = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    elif odd == "error":
+        made["error"] = {"message": "upstream broke"}
+    elif odd == "null error":
+        made["error"] = None
+    elif odd == "error object":
+        made["object"] = "error"
+    return made
+
+
+def on_both_paths(chunks: list[JSON], body: JSON = BODY) -> tuple[Run, Run]:
+    """``chunks`` read as the translator reads them, and with every chunk read in full."""
+    short = run(chunks, body)
+    full_path = pytest.MonkeyPatch()
+    full_path.setattr(chat_stream, "_plain_text", lambda chunk: None)
+    try:
+        full = run(chunks, body)
+    finally:
+        full_path.undo()
+    return short, full
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chunks=st.lists(busy_chunks(), max_size=10), tools=st.booleans())
+def test_plain_text_chunks_read_on_the_short_path_as_on_the_full_one(chunks: list[JSON], tools: bool) -> None:
+    """Most chunks carry only a few characters of the answer and are read on a short path;
+    any chunk, whatever else it carries, gives the same events as when every chunk is read
+    in full."""
+    short, full = on_both_paths(chunks, BODY if tools else {**BODY, "tools": []})
+    assert short.events == full.events
+    assert short.translator.conversions == full.translator.conversions
+
+
+_USAGE = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        [chunk(content="")],
+        [chunk(content=" there", role="assistant")],
+        [chunk(content=" there", reasoning_content=None)],
+        [{**chunk(content=" there"), "usage": _USAGE}],
+        [{**chunk(content=" there"), "object": "error"}],
+        [{**chunk(content=" there"), "error": None}],
+        [{**chunk(content=" there"), "error": {"message": "broke"}}],
+        [{"object": "chat.completion.chunk", "choices": []}, chunk(content=" there")],
+        [{"object": "chat.completion.chunk", "choices": [
+            {"index": 1, "delta": {"content": " other"}}, {"index": 0, "delta": {"content": " there"}}]}],
+        [{"object": "chat.completion.chunk", "choices": [{"index": 1, "delta": {"content": " other"}}]}],
+        [chunk("length", content=" there")],
+        [chunk(content="\n"), chunk(content="<tool_call>"), chunk(content='{"name": "get_weather", "arguments": {"city": "Oslo"}}'),
+         chunk(content="</tool_call>")],
+        [chunk(content=" `<tool_call>` is a tag")],
+    ],
+    ids=["empty", "with its role", "with a null field", "with usage", "an error object", "a null error", "an error",
+         "no choice", "two choices", "another choice only", "with a finish reason", "a call written in the text",
+         "a tag in code"],
+)  # fmt: skip
+def test_what_keeps_a_chunk_off_the_short_path(then: list[JSON]) -> None:
+    short, full = on_both_paths([chunk(role="assistant", content=""), chunk(content="Hi"), *then, finish("stop"), usage_chunk()])
+    assert short.events == full.events
+    assert short.translator.conversions == full.translator.conversions
 
 
 def test_reasoning_in_think_tags_is_sent_as_soon_as_no_closing_tag_can_be_starting() -> None:

@@ -211,6 +211,11 @@ class ThinkTagSplitter:
         self._buffer = ""
         self.found_tags = False
 
+    @property
+    def passes_text(self) -> bool:
+        """The answer's text has begun: content now passes through as it is."""
+        return self._state is _TEXT
+
     def decode(self, text: str) -> list[Signal]:
         if self._state is _TEXT:
             return [Text(text)]

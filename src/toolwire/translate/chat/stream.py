@@ -76,6 +76,30 @@ JSON = dict[str, Any]
 _PartType = Literal["output_text", "refusal"]
 
 
+_PLAIN_DELTA_KEYS = frozenset({"content", "role"})
+
+
+def _plain_text(chunk: JSON) -> str | None:
+    """The content of a chunk that says nothing but that (one choice, no finish reason,
+    no usage, no error, a delta of content and at most its role); else None, and the
+    chunk is read in full."""
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
+        return None
+    if "error" in chunk or chunk.get("object") == "error":
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict:
+        return None
+    content = delta.get("content")
+    if type(content) is not str or not content or not _PLAIN_DELTA_KEYS.issuperset(delta):
+        return None
+    return content
+
+
 # ---------------------------------------------------------------- open items
 
 
@@ -121,6 +145,10 @@ class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
 
     def _read(self, chunk: JSON) -> None:
         """One upstream chunk (or in-stream ``{"error": ...}`` object)."""
+        text = _plain_text(chunk)
+        if text is not None and self._passes(text):
+            self._text_delta(text)  # nearly every chunk of an answer: its next few characters
+            return
         failure = upstream_failure(chunk)
         if failure is not None:
             message, code = failure
@@ -198,6 +226,23 @@ class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
         if self._think.found_tags:
             self._think.found_tags = False
             self.conversions.append("think tags split into reasoning")
+
+    def _passes(self, text: str) -> bool:
+        """Whether content ``text`` is answer text as it is: past any ``<think>`` block, and
+        with no call written into the text beginning in it."""
+        if not self._think.passes_text:
+            return False
+        recognizer = self._text_calls
+        return recognizer is None or recognizer.passes(text)
+
+    def _text_delta(self, text: str) -> None:
+        """``_apply(Text(text))``, without the signal when the text continues the open part."""
+        message = self._live
+        if isinstance(message, _OpenMessage) and message.part_type == "output_text":
+            message.part_text.append(text)
+            self._writer.text_delta(message.item_id, message.output_index, len(message.parts), text)
+        else:
+            self._apply(Text(text))
 
     # ------------------------------------------------------------ calls written into the text
 

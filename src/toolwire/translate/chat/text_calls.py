@@ -169,11 +169,18 @@ class TextCallRecognizer:
         self.recognized: list[str] = []
         """The family of each call recognised since the owner last cleared the list."""
 
+    def passes(self, text: str) -> bool:
+        """Whether ``text`` passes on as it is (read, as ``feed`` would return it as one
+        ``Text``): nothing is held, and no call can begin in it."""
+        if self._opener is None and not self._buffer and self._boundary is None and self._plain.fullmatch(text):
+            self._code.read_plain(text)
+            return True
+        return False
+
     def feed(self, text: str) -> list[Text | CallFragment]:
+        if self.passes(text):
+            return [Text(text)]
         if self._opener is None:
-            if not self._buffer and self._boundary is None and self._plain.fullmatch(text):
-                self._code.read_plain(text)
-                return [Text(text)]
             self._buffer += text
         else:
             self._grow_block(self._opener, text)
