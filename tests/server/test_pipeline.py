@@ -154,6 +154,18 @@ async def test_a_stream_cut_by_the_upstream_ends_in_one_failure(upstream: ChatUp
     )  # fmt: skip
 
 
+async def test_what_the_upstream_could_not_be_sent_is_logged_as_a_warning(
+    upstream: ChatUpstream, exchange_log: list[JSON]
+) -> None:
+    upstream.enqueue(Text("no search here"))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "tools": [{"type": "web_search"}]})
+    assert response.status_code == 200, response.text
+    [warning] = only(exchange_log)["warnings"]
+    assert "web_search" in warning
+    assert "tools" not in upstream.chat_requests[0]
+
+
 async def test_malformed_requests(upstream: ChatUpstream) -> None:
     async with gateway_client(chat_config(upstream.base_url)) as client:
         not_json = await client.post("/v1/responses", content=b"{nope")
