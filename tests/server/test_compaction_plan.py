@@ -16,8 +16,12 @@ from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.responses_upstream import ResponsesUpstream, Whole, answer, message
 from tests.support.served import chat_config, gateway_client, sse_events
+from tests.support.transport import KeptTransport
 from toolwire.compaction import COMPACTION_PROMPT, SEALED_PREFIX, SUMMARY_HEADING
 from toolwire.config import GatewayConfig
+from toolwire.keys import Principal
+from toolwire.server import GatewaySettings, build_router
+from toolwire.server._pipeline import ExchangePipeline
 
 JSON = dict[str, Any]
 TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]
@@ -189,3 +193,25 @@ async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUp
     assert weird["object"] == "response.compaction"  # whatever the backend labels it
     assert isinstance(weird["created_at"], int) and weird["output"] == []
     assert weird["usage"]["input_tokens"] == 0
+
+
+async def test_a_compaction_opens_only_for_the_owner_it_was_made_for(upstream: ChatUpstream) -> None:
+    """Sealed for the key owner who asked for it: another owner's request cannot open it."""
+    upstream.enqueue(Text(SUMMARY), Text("Going on."))
+    pipeline = ExchangePipeline(build_router(chat_config(upstream.base_url)), GatewaySettings())
+    alice, bob = Principal("alice-key", "alice"), Principal("bob-key", "bob")
+    made, by_bob, by_alice = KeptTransport(), KeptTransport(), KeptTransport()
+    try:
+        await pipeline.serve(orjson.dumps({"model": "m", "input": [*HISTORY, TRIGGER]}), made, principal=alice)
+        [(_, response)] = made.deliveries
+        [item] = response["output"]
+        later = orjson.dumps({"model": "m", "input": [HISTORY[0], item, {"role": "user", "content": "Go on."}]})
+        await pipeline.serve(later, by_bob, principal=bob)
+        await pipeline.serve(later, by_alice, principal=alice)
+    finally:
+        await pipeline.router.aclose()
+    [(kind, refused)] = by_bob.deliveries
+    assert (kind, refused.status, refused.body["error"]["code"]) == ("error", 400, "invalid_encrypted_content")
+    [(kind, answered)] = by_alice.deliveries
+    assert (kind, answered["output"][0]["content"][0]["text"]) == ("response", "Going on.")
+    assert len(upstream.requests) == 2

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.support.transport import KeptTransport
 from toolwire.config import GatewayConfig
 from toolwire.errors import UpstreamError
 from toolwire.protocol import parse_request
@@ -24,40 +25,11 @@ from toolwire.server import GatewaySettings, build_router
 from toolwire.server._answer import Answer, pump
 from toolwire.server._exchange import Exchange
 from toolwire.server._pipeline import ExchangePipeline, _ClientWatch
-from toolwire.server._transport import ErrorAnswer
 from toolwire.server.observe import Redactor
 from toolwire.translate import ChatStreamTranslator, translate_request
 
 KEY = "upstream-key-7Fq2w"  # no well-known prefix: only the configured-secret path hides it
 LONG_AGO = 1_000_000_000  # created_at of the translators here: 2001
-
-
-@dataclass
-class KeptTransport:
-    """A ``Transport`` that keeps each delivery, in order."""
-
-    deliveries: list[tuple[Any, ...]] = field(default_factory=list)
-
-    async def send_error(self, error: ErrorAnswer) -> None:
-        self.deliveries.append(("error", error))
-
-    async def send_response(self, response: dict[str, Any]) -> None:
-        self.deliveries.append(("response", response))
-
-    async def open_stream(self) -> None:
-        self.deliveries.append(("open",))
-
-    async def send_events(self, events: list[Any], *, last: bool) -> None:
-        self.deliveries.append(("events", list(events), last))
-
-    async def client_gone(self) -> None:
-        await asyncio.Event().wait()
-
-    def event_deliveries(self) -> list[tuple[list[str], bool]]:
-        return [([e["type"] for e in d[1]], d[2]) for d in self.deliveries if d[0] == "events"]
-
-    def events(self) -> list[dict[str, Any]]:
-        return [event for d in self.deliveries if d[0] == "events" for event in d[1]]
 
 
 class Upstream:

@@ -1,0 +1,38 @@
+"""``KeptTransport``: a ``Transport`` (the pipeline's seam to a client) that keeps each
+delivery, in order, for tests that drive ``ExchangePipeline`` or ``pump`` directly."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolwire.server._transport import ErrorAnswer
+
+
+@dataclass
+class KeptTransport:
+    """A ``Transport`` that keeps each delivery, in order."""
+
+    deliveries: list[tuple[Any, ...]] = field(default_factory=list)
+
+    async def send_error(self, error: ErrorAnswer) -> None:
+        self.deliveries.append(("error", error))
+
+    async def send_response(self, response: dict[str, Any]) -> None:
+        self.deliveries.append(("response", response))
+
+    async def open_stream(self) -> None:
+        self.deliveries.append(("open",))
+
+    async def send_events(self, events: list[Any], *, last: bool) -> None:
+        self.deliveries.append(("events", list(events), last))
+
+    async def client_gone(self) -> None:
+        await asyncio.Event().wait()
+
+    def event_deliveries(self) -> list[tuple[list[str], bool]]:
+        return [([e["type"] for e in d[1]], d[2]) for d in self.deliveries if d[0] == "events"]
+
+    def events(self) -> list[dict[str, Any]]:
+        return [event for d in self.deliveries if d[0] == "events" for event in d[1]]
