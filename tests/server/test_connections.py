@@ -28,6 +28,7 @@ from tests.support.hostile_upstream import HostileUpstream, prompt
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
+from toolwire.server._limits import LIMITS_TRIPPED
 from toolwire.server._settings import CONFIG_ENV
 
 BOUNDS: dict[str, Any] = {
@@ -122,6 +123,12 @@ async def bounded(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, **ser
             yield served
         finally:
             await served.close_all()
+
+
+def closed_for_connections() -> float:
+    """``toolwire_limits_tripped_total{limit="max_connections"}`` as this process counts it."""
+    [family] = LIMITS_TRIPPED.collect()
+    return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["limit"] == "max_connections")
 
 
 def status_of(answer: bytes) -> int:
@@ -404,6 +411,35 @@ async def test_when_every_connection_is_busy_a_newcomer_is_told_to_retry(
         "type": "service_unavailable", "param": None, "code": "gateway_busy",
     }  # fmt: skip
     assert grew(before, after, "max_connections") >= 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_past_the_overflow_a_newcomer_is_closed_at_once(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One place (max_connections 1), held by a stream: the next four connections (the
+    overflow for one) are each told to retry when their request comes; a fifth is closed
+    without a word; every one is counted, and every one gives its count back."""
+    upstream.enqueue(Stall(after_chunks=1, seconds=30))
+    healthz = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    async with bounded(upstream, monkeypatch, max_connections=1, client_header_timeout=30) as served:
+        table = _connections.process_table()
+        [held] = await served.hold_streams(1)
+        before = closed_for_connections()  # read in this process: no connection is left to ask /metrics
+        told = [await served.connect() for _ in range(4)]
+        closed = await served.connect()
+        assert await closed.until_closed() == b"", "closed at once, past the overflow"
+        for client in told:
+            await client.send(healthz)
+        answers = [await client.until_closed() for client in told]
+        after = closed_for_connections()
+        held.close()
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)
+        for _ in range(200):  # until the server has let every connection go, bounded (10 s)
+            if table.open == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert table.open == 0
+    assert [status_of(answer) for answer in answers] == [503] * 4
+    assert after - before == 5
 
 
 @pytest.mark.usefixtures("fresh_table")
