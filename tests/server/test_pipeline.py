@@ -203,7 +203,9 @@ async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstr
     upstream.enqueue(Text("not kept"))
     async with gateway_client(chat_config(upstream.base_url)) as client:
         first = (await client.post("/v1/responses", json={"model": "m", "input": "hi", "store": False})).json()
-        assert (await client.get(f"/v1/responses/{first['id']}")).status_code == 404
+        unknown = await client.get(f"/v1/responses/{first['id']}")
+        assert (unknown.status_code, unknown.json()["error"]["message"]) == (404, f"Response with id '{first['id']}' not found.")
+        assert (await client.put(f"/v1/responses/{first['id']}")).status_code == 405
         missing = await client.post("/v1/responses", json={"model": "m", "input": "hi", "previous_response_id": first["id"]})
     assert missing.status_code == 404
     assert missing.json()["error"]["message"] == f"Previous response with id '{first['id']}' not found."
@@ -245,8 +247,9 @@ async def test_a_store_that_cannot_keep_fails_a_whole_answer_but_not_a_stream(
 
 
 async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
-    upstream: ChatUpstream, exchange_log: list[JSON]
+    upstream: ChatUpstream, exchange_log: list[JSON], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="toolwire.server")
     upstream.enqueue(Stall(after_chunks=3, seconds=30, reply=Text("a long answer that the client will not wait for")))
     async with gateway_client(chat_config(upstream.base_url)) as client:
         async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response:
@@ -261,6 +264,8 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
     line = only(exchange_log)
     assert (line["outcome"], line["error"]) == ("disconnected", "The client went away before the response was complete.")
     assert line["stream"] is True
+    said = [r.getMessage() for r in caplog.records if r.name == "toolwire.server"]
+    assert f"client left {line['request_id']} before its response was complete; upstream request cancelled" in said
 
 
 async def test_the_answers_of_a_full_gateway(upstream: ChatUpstream) -> None:
