@@ -166,6 +166,16 @@ async def test_what_the_upstream_could_not_be_sent_is_logged_as_a_warning(
     assert "tools" not in upstream.chat_requests[0]
 
 
+async def test_what_the_answer_s_translation_repaired_is_logged_for_a_whole_answer_too(
+    upstream: ChatUpstream, exchange_log: list[JSON]
+) -> None:
+    upstream.enqueue(Text("<think>Short question.</think>Hello."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+    assert [item["type"] for item in response.json()["output"]] == ["reasoning", "message"]
+    assert "think tags split into reasoning" in only(exchange_log)["conversions"]
+
+
 async def test_malformed_requests(upstream: ChatUpstream) -> None:
     async with gateway_client(chat_config(upstream.base_url)) as client:
         not_json = await client.post("/v1/responses", content=b"{nope")
