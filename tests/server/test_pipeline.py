@@ -215,6 +215,7 @@ async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstr
         first = (await client.post("/v1/responses", json={"model": "m", "input": "hi", "store": False})).json()
         unknown = await client.get(f"/v1/responses/{first['id']}")
         assert (unknown.status_code, unknown.json()["error"]["message"]) == (404, f"Response with id '{first['id']}' not found.")
+        assert unknown.headers["content-type"] == "application/json"
         assert (await client.put(f"/v1/responses/{first['id']}")).status_code == 405
         missing = await client.post("/v1/responses", json={"model": "m", "input": "hi", "previous_response_id": first["id"]})
     assert missing.status_code == 404
