@@ -30,6 +30,9 @@ from toolwire.translate import ChatStreamTranslator, translate_request
 
 KEY = "upstream-key-7Fq2w"  # no well-known prefix: only the configured-secret path hides it
 LONG_AGO = 1_000_000_000  # created_at of the translators here: 2001
+MOCK_ONLY = GatewayConfig.model_validate(
+    {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
+)  # the pipeline's own tests: an answer with no upstream behind it
 
 
 class Upstream:
@@ -227,10 +230,7 @@ class BrokenTransport(KeptTransport):
 async def test_an_exchange_that_fails_unexpectedly_is_logged_and_gives_its_place_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config = GatewayConfig.model_validate(
-        {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
-    )
-    pipeline = ExchangePipeline(build_router(config), GatewaySettings(max_streams=1))
+    pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings(max_streams=1))
     caplog.set_level(logging.ERROR, logger="toolwire.server")
     exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), BrokenTransport())
     assert exchange is not None and exchange.finished_at is not None
@@ -266,11 +266,8 @@ class SeenObserver:
 async def test_an_observer_that_fails_is_logged_and_the_others_still_see_the_exchange(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config = GatewayConfig.model_validate(
-        {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
-    )
     failing, seen = FailingObserver(), SeenObserver()
-    pipeline = ExchangePipeline(build_router(config), GatewaySettings(), observers=[failing, seen])
+    pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings(), observers=[failing, seen])
     caplog.set_level(logging.ERROR, logger="toolwire.server")
     transport = KeptTransport()
     exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), transport)

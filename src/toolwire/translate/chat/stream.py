@@ -236,11 +236,10 @@ class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
         return recognizer is None or recognizer.passes(text)
 
     def _text_delta(self, text: str) -> None:
-        """``_apply(Text(text))``, without the signal when the text continues the open part."""
+        """``_apply(Text(text))``, without the signal when a message is open."""
         message = self._live
-        if isinstance(message, _OpenMessage) and message.part_type == "output_text":
-            message.part_text.append(text)
-            self._writer.text_delta(message.item_id, message.output_index, len(message.parts), text)
+        if isinstance(message, _OpenMessage):
+            self._message_delta(message, "output_text", text)
         else:
             self._apply(Text(text))
 
