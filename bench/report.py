@@ -310,6 +310,17 @@ def render(results: dict[str, Any]) -> str:
             f"{row['start_finish_us']:.0f} µs",
         ]))
     add("")
+    if results["core"].get("stream_path"):
+        add("A streamed answer through the gateway's layers (`python -m bench.stream_path`): the canned text answer "
+            "fed to a real `aiohttp.StreamReader` one event per loop iteration, each row adding one layer of what "
+            "the gateway does with it, the sockets left out (CPU per stream, minimum over rounds):")
+        add("")
+        add(_row(["layer", "CPU per stream", "added by the layer", "over"]))
+        add(_row(["---", "---:", "---:", "---"]))
+        for row in results["core"]["stream_path"]:
+            add(_row([f"`{row['layer']}`", f"{row['us_per_stream']:.0f} µs", f"{row['added_us']:+.0f} µs",
+                      f"`{row['over']}`" if row["over"] else ""]))
+        add("")
 
     # ------------------------------------------------------------------ long sessions
     if sessions:

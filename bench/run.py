@@ -5,6 +5,7 @@
 One run measures, side by side on the same machine:
 
 1. the pure core, in process (``bench.core``): request translation and per-chunk cost;
+   and a streamed answer's path through the gateway's layers (``bench.stream_path``);
 2. with ``wrk``: the canned upstream directly (the Chat body toolwire would send) and the
    same upstream through a real ``toolwire serve`` (the Codex body), for each body at 1
    and 16 connections; each pair back to back, ``--repeat`` times with the order
@@ -44,7 +45,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import core, history, procs, wrk
+from . import core, history, procs, stream_path, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
 from .report import render, with_kept_sections
@@ -404,6 +405,9 @@ def main(argv: list[str] | None = None) -> None:
 
     log("core cost, in process")
     core_result = core.measure(bodies, quick=args.quick)
+    log("a streamed answer's layers, in process")
+    layers = stream_path.measure(streams=10, rounds=1) if args.quick else stream_path.measure()
+    core_result["stream_path"] = [asdict(cost) for cost in layers]
 
     logs = work / "logs"
     raise_fd_limit(1024)

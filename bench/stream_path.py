@@ -58,7 +58,8 @@ BELOW = {"relay": "reader", "batches": "reader", "translated": "batches", "encod
 class LayerCost:
     layer: str
     us_per_stream: float
-    added_us: float  # over the layer it adds to (BELOW)
+    added_us: float  # over the layer it adds to
+    over: str  # that layer (BELOW), "" for the first
 
 
 class _Transport:
@@ -183,8 +184,9 @@ def measure(body: str = "v2", streams: int = 300, rounds: int = 9) -> list[Layer
                 started = time.process_time()
                 loop.run_until_complete(many(layer, streams))
                 best = min(best, (time.process_time() - started) / streams * 1e6)
-            below = next((c.us_per_stream for c in costs if c.layer == BELOW.get(layer)), 0.0)
-            costs.append(LayerCost(layer, best, best - below))
+            over = BELOW.get(layer, "")
+            below = next((c.us_per_stream for c in costs if c.layer == over), 0.0)
+            costs.append(LayerCost(layer, best, best - below, over))
         return costs
     finally:
         loop.close()
@@ -193,7 +195,7 @@ def measure(body: str = "v2", streams: int = 300, rounds: int = 9) -> list[Layer
 def table(costs: list[LayerCost]) -> str:
     rows = ["| layer | µs per stream | added by the layer | over |", "| --- | ---: | ---: | --- |"]
     rows += [
-        f"| `{c.layer}` | {c.us_per_stream:.0f} | {c.added_us:+.0f} | {BELOW.get(c.layer, '')} |" for c in costs
+        f"| `{c.layer}` | {c.us_per_stream:.0f} | {c.added_us:+.0f} | {c.over} |" for c in costs
     ]
     return "\n".join(rows)
 

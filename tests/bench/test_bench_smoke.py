@@ -69,6 +69,8 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
         assert re.search(rf"^\| {turns} \| {NUMBER} kB \| {NUMBER} µs \|", report, re.M), turns
     assert re.search(rf"\*\*{NUMBER} MB per session kept\*\*", report)
     assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
+    for layer in ("reader", "relay", "batches", "translated", "encoded", "pump"):  # the stream path's layers
+        assert re.search(rf"^\| `{layer}` \| {NUMBER} µs \| [-+]{NUMBER} µs \|", report, re.M), layer
 
     results = json.loads((work / "results.json").read_text())
     assert {case["body"] for case in results["load"]} == {"v1", "v2"}
