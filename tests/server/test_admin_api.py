@@ -60,6 +60,7 @@ async def test_keys_made_listed_used_and_revoked(upstream: ChatUpstream, tmp_pat
             if usage["data"]:
                 break
             usage = (await client.get("/admin/usage?name=alice", headers=as_admin())).json()
+        assert usage["object"] == "list"
         assert [(row["name"], row["model"], row["requests"]) for row in usage["data"]] == [("alice", "m", 1)]
         assert (await client.get("/admin/usage?name=bob", headers=as_admin())).status_code == 404
         revoked = await client.delete("/admin/keys/alice", headers=as_admin())
@@ -70,12 +71,23 @@ async def test_keys_made_listed_used_and_revoked(upstream: ChatUpstream, tmp_pat
     assert (again.status_code, again.json()["error"]["message"]) == (404, "No active key is named 'alice'.")
 
 
+async def test_a_key_made_to_expire(upstream: ChatUpstream, tmp_path: Path) -> None:
+    async with admin_gateway(upstream, tmp_path) as client:
+        made = await client.post("/admin/keys", json={"name": "temp", "expires": "30d"}, headers=as_admin())
+        listed = (await client.get("/admin/keys", headers=as_admin())).json()["data"]
+    assert made.status_code == 201, made.text
+    key = made.json()
+    assert (key["status"], key["expires_at"] - key["created_at"]) == ("active", 30 * 86400)
+    assert [(k["name"], k["status"], k["expires_at"]) for k in listed] == [("temp", "active", key["expires_at"])]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "where", "message"),
     [
         ('{"name": "alice", "rpm": 0}', 400, "rpm", "Invalid key request at 'rpm': Input should be greater than or equal to 1."),
         ("{nope", 400, "body", None),
         ('{"rpm": 5}', 400, "name", "Invalid key request at 'name': Field required."),
+        ('{"name": "a", "models": ["m", 5]}', 400, "models.1", "Invalid key request at 'models.1': Input should be a valid string."),
     ],
 )
 async def test_a_bad_key_request_names_the_place(

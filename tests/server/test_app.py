@@ -8,12 +8,13 @@ import gzip
 import re
 from typing import Any
 
+import httpx
 import pytest
 from backports import zstd
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
-from tests.support.served import chat_config, gateway_client
+from tests.support.served import chat_config, gateway_client, serving
 from toolwire.codex_config import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_INSTRUCTIONS,
@@ -21,6 +22,7 @@ from toolwire.codex_config import (
     model_entry,
 )
 from toolwire.errors import RequestError
+from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._asgi import ClientDisconnected, read_body
 
 JSON = dict[str, Any]
@@ -62,6 +64,23 @@ async def test_models_of_a_gateway_with_only_a_default_upstream(upstream: ChatUp
         assert (await client.get("/v1/models")).json() == {"object": "list", "data": []}
         catalog = (await client.get("/v1/models?client_version=1")).json()
     assert catalog == {"models": []}
+
+
+async def test_models_of_an_app_made_without_their_descriptions(upstream: ChatUpstream) -> None:
+    """``create_app`` without ``codex_models``: Codex's catalog names each routed model,
+    with the catalog's defaults; the list says which upstream serves it."""
+    config = chat_config(upstream.base_url, models=MODELS)
+    app = create_app(build_router(config), GatewaySettings())
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+        listed = (await client.get("/v1/models")).json()
+        catalog = (await client.get("/v1/models", params={"client_version": "0.171.0"})).json()
+    assert [(m["id"], m["owned_by"]) for m in listed["data"]] == [("qwen3-coder", "local"), ("deepseek-r1", "local")]
+    assert catalog == {
+        "models": [
+            model_entry(CodexModel(name), base_url=url + "/v1", instructions=DEFAULT_INSTRUCTIONS, priority=priority)
+            for priority, name in enumerate(["qwen3-coder", "deepseek-r1"], start=1)
+        ]
+    }
 
 
 def gzipped(data: bytes) -> bytes:

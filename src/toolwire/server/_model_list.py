@@ -26,14 +26,14 @@ def model_list(router: ModelRouter, codex_models: Sequence[CodexModel]) -> Calla
 
     async def models(request: Request) -> Response:
         if "client_version" in request.query_params:
-            base_url = str(request.base_url).rstrip("/") + "/v1"
+            base_url = f"{request.base_url}v1"  # Starlette's base URL always ends with "/"
             entries = [
                 model_entry(model, base_url=base_url, instructions=DEFAULT_INSTRUCTIONS, priority=index)
                 for index, model in enumerate(described, start=1)
             ]
             return JSONResponse({"models": entries})
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": router.upstream_of(name) or "toolwire"}
-                for name in router.model_names]
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": router.upstream_of(name)}
+                for name in router.model_names]  # each named model has its upstream
         return JSONResponse({"object": "list", "data": data})
 
     return models
