@@ -4,8 +4,11 @@ setting of ``[server]`` turns on."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import re
+import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,7 +17,7 @@ from backports import zstd
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
-from tests.support.served import chat_config, gateway_client, serving
+from tests.support.served import chat_config, gateway_app, gateway_client, serving
 from toolwire.codex_config import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_INSTRUCTIONS,
@@ -22,6 +25,7 @@ from toolwire.codex_config import (
     model_entry,
 )
 from toolwire.errors import RequestError
+from toolwire.keys import KeySpec, create_key, open_key_store
 from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._asgi import ClientDisconnected, read_body
 
@@ -198,3 +202,63 @@ async def test_key_variables_that_are_not_set_hold_no_keys(upstream: ChatUpstrea
         admin = await client.get("/admin/keys", headers={"Authorization": "Bearer anything"})
     assert served.status_code == 200, served.text
     assert admin.status_code == 404 and admin.json()["error"]["code"] == "admin_api_off"
+
+
+async def test_the_inspector_opens_to_a_static_client_key_or_an_admin_key(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TW_APP_TEST_KEYS", "client-key-1")
+    monkeypatch.setenv("TW_APP_TEST_ADMIN", "admin-key-1")
+    config = chat_config(
+        upstream.base_url, inspector=True, api_key_env="TW_APP_TEST_KEYS", admin_key_env="TW_APP_TEST_ADMIN", store="none"
+    )
+    async with gateway_client(config) as client:
+        answers = {
+            key: (await client.get("/ui/api/exchanges", headers={"Authorization": f"Bearer {key}"} if key else {}))
+            for key in ("", "client-key-1", "admin-key-1", "another-key")
+        }
+    assert {key: answer.status_code for key, answer in answers.items()} == {
+        "": 401, "client-key-1": 200, "admin-key-1": 200, "another-key": 401,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("stored_keys", [0, 1])
+async def test_keys_in_the_store_close_the_inspector(upstream: ChatUpstream, tmp_path: Path, stored_keys: int) -> None:
+    """Keys made with ``toolwire keys`` (in the store, not in the environment) do not open
+    the inspector, which shows every key's traffic: once there are any, it needs an admin key."""
+    store_url = f"sqlite:///{tmp_path / 'toolwire.sqlite3'}"
+    key_store = open_key_store(store_url)
+    for n in range(stored_keys):
+        await create_key(key_store, KeySpec(name=f"key-{n}"))
+    await key_store.aclose()
+    async with gateway_client(chat_config(upstream.base_url, inspector=True, store=store_url)) as client:
+        answer = await client.get("/ui/api/exchanges")
+    if stored_keys:
+        assert answer.status_code == 401
+        assert answer.json()["error"]["message"].startswith("This gateway has client keys, which do not open the inspector")
+    else:
+        assert answer.status_code == 200 and answer.json()["object"] == "list"
+
+
+async def test_the_store_keeps_as_many_responses_as_the_server_section_says(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("first"), Text("second"))
+    async with gateway_client(chat_config(upstream.base_url, store_max_entries=1)) as client:
+        ids = [(await client.post("/v1/responses", json={"model": "m", "input": "hi"})).json()["id"] for _ in range(2)]
+        found = [(await client.get(f"/v1/responses/{response_id}")).status_code for response_id in ids]
+    assert found == [404, 200]
+
+
+async def test_the_store_forgets_responses_after_the_server_sections_ttl(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("brief"))
+    async with gateway_client(chat_config(upstream.base_url, store_ttl_seconds=0.2)) as client:
+        response_id = (await client.post("/v1/responses", json={"model": "m", "input": "hi"})).json()["id"]
+        deadline = time.monotonic() + 10
+        while (found := (await client.get(f"/v1/responses/{response_id}")).status_code) == 200:
+            assert time.monotonic() < deadline, "the response outlived its 0.2 s TTL by 10 s"
+            await asyncio.sleep(0.05)
+    assert found == 404
+
+
+def test_caps_that_do_not_fit_the_open_files_are_refused(upstream: ChatUpstream) -> None:
+    with pytest.raises(ValueError, match=r"connections \(max_connections\).*raise the limit, or set lower caps"):
+        gateway_app(chat_config(upstream.base_url, max_connections=10_000_000))

@@ -86,6 +86,20 @@ async def test_a_trigger_compacts_and_the_item_opens_in_a_later_request(
     assert [tool["function"]["name"] for tool in upstream.chat_requests[1]["tools"]] == ["exec_command"]
 
 
+async def test_an_input_that_is_only_a_compaction_item_is_opened(upstream: ChatUpstream) -> None:
+    """Nothing but the summary to go on (the whole input one compaction item): it is
+    opened like any other, never sent upstream sealed."""
+    upstream.enqueue(Text(SUMMARY, usage=USAGE), Text("Reading parse.py."))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        compacted = (await client.post("/v1/responses/compact", json={"model": "m", "input": HISTORY})).json()
+        item = compacted["output"][-1]
+        reply = await client.post("/v1/responses", json={"model": "m", "input": [item], "store": False})
+    assert reply.status_code == 200, reply.text
+    [user] = [m for m in upstream.chat_requests[1]["messages"] if m["role"] == "user"]
+    assert user["content"] == f"{SUMMARY_HEADING}\n\n{SUMMARY}"
+    assert SEALED_PREFIX not in orjson.dumps(upstream.chat_requests[1]).decode()
+
+
 async def test_a_stored_compaction_continues_and_its_spent_trigger_does_not_compact_again(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text(SUMMARY, usage=USAGE), Text("Continuing."))
     async with gateway_client(chat_config(upstream.base_url)) as client:

@@ -368,3 +368,22 @@ async def test_a_stream_that_fails_before_its_first_chunk_still_begins_properly(
     events = sse_events(response.content)
     assert [event["type"] for event in events] == ["response.created", "response.in_progress", "error", "response.failed"]
     assert [event["sequence_number"] for event in events] == [0, 1, 2, 3]
+
+
+class RacedStore(MemoryResponseStore):
+    """A store whose every delete finds the response already gone (another client, or its
+    TTL, took it between the lookup and the delete)."""
+
+    async def delete(self, response_id: str) -> bool:
+        await super().delete(response_id)
+        return False
+
+
+async def test_a_response_deleted_under_a_delete_is_not_found_by_its_id(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("soon gone"))
+    app = create_app(build_router(chat_config(upstream.base_url)), GatewaySettings(store=RacedStore(ttl_seconds=None, max_entries=None)))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+        made = (await client.post("/v1/responses", json={"model": "m", "input": "hi"})).json()
+        deleted = await client.delete(f"/v1/responses/{made['id']}")
+    assert deleted.status_code == 404
+    assert deleted.json()["error"]["message"] == f"Response with id '{made['id']}' not found."

@@ -277,3 +277,34 @@ async def test_an_observer_that_fails_is_logged_and_the_others_still_see_the_exc
     [record] = [r for r in caplog.records if r.name == "toolwire.server"]
     assert record.getMessage() == f"observer {failing!r} failed"
     assert record.exc_info is not None and str(record.exc_info[1]) == "planted observer fault"
+
+
+class Stalled(Upstream):
+    """The batches, then an upstream that sends nothing more; ``stalled`` is set once
+    the gateway has taken every batch and waits for the next."""
+
+    def __init__(self, batches: list[list[dict[str, Any]]]) -> None:
+        super().__init__(batches, "stopped")
+        self.stalled = asyncio.Event()
+
+    async def _iterate(self) -> AsyncIterator[list[dict[str, Any]]]:
+        for batch in self._batches:
+            yield batch
+        self.stalled.set()
+        await asyncio.Event().wait()
+        yield []  # never reached
+
+
+async def test_a_client_that_leaves_is_charged_the_usage_the_upstream_already_reported() -> None:
+    answer = answer_on(KeptTransport())
+    usage = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+    upstream = Stalled([[text("Hello")], [finish(), usage]])
+    pumping = asyncio.create_task(pump(answer, upstream, translator(), nothing_to_keep))
+    await asyncio.wait_for(upstream.stalled.wait(), 10)
+    pumping.cancel()  # the client left: its exchange is cancelled
+    with pytest.raises(asyncio.CancelledError):
+        await pumping
+    answer.conclude()
+    exchange = answer.exchange
+    assert exchange.outcome == "disconnected"
+    assert (exchange.usage["input_tokens"], exchange.usage["output_tokens"]) == (11, 3)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
+import httpx
+import orjson
 import pytest
 
+from tests.support.chat_upstream import ChatUpstream, Raw, Text
+from tests.support.gateway import UPSTREAM_KEY_ENV
+from tests.support.served import chat_config, gateway_client, serving, sse_events
 from toolwire.config import GatewayConfig, parse_config
 from toolwire.errors import NotFoundError
-from toolwire.server import build_router
+from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._limits import count_limit
 from toolwire.server._routing import upstream_limits
 
@@ -45,6 +52,10 @@ def test_unknown_model_is_a_404_listing_the_known_ones() -> None:
         router.resolve("gpt-5.5")
     assert caught.value.status == 404
     assert "deepseek-v4" in caught.value.message and "toy" in caught.value.message
+    bare = build_router(parse_config('[[upstreams]]\nname = "play"\nkind = "mock"\n'))  # no models, no default
+    with pytest.raises(NotFoundError) as caught:
+        bare.resolve("gpt-5.5")
+    assert caught.value.message == "The model 'gpt-5.5' does not exist on this gateway. Known models: none."
 
 
 def test_a_default_upstream_passes_other_models_through() -> None:
@@ -66,3 +77,28 @@ def test_the_upstream_limits_come_from_the_server_section() -> None:
         2001, 3002, 4003, 5004,
     )  # fmt: skip
     assert limits.tripped is count_limit  # every trip counted in /metrics
+
+
+async def test_a_gateway_bounds_its_upstream_as_the_server_section_says(upstream: ChatUpstream) -> None:
+    """The configured limit, not the default, cuts a long line, and the trip is counted."""
+    chunk = {"choices": [{"index": 0, "delta": {"content": "x" * 3000}}]}
+    upstream.enqueue(Raw([b"data: " + orjson.dumps(chunk) + b"\n\n", b"data: [DONE]\n\n"]))
+    async with gateway_client(chat_config(upstream.base_url, upstream_max_line_bytes=2048)) as client:
+        streamed = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+        metrics = (await client.get("/metrics")).text
+    final = sse_events(streamed.content)[-1]
+    assert final["type"] == "response.failed"
+    assert "upstream_max_line_bytes" in final["response"]["error"]["message"]
+    assert re.search(r'^toolwire_limits_tripped_total\{limit="upstream_max_line_bytes"\} 1\.0$', metrics, re.M)
+
+
+async def test_upstream_keys_are_read_from_the_environment_given(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, "the-process-environment-key")
+    upstream.enqueue(Text("hello"))
+    router = build_router(chat_config(upstream.base_url), environ={UPSTREAM_KEY_ENV: "the-given-environment-key"})
+    async with serving(create_app(router, GatewaySettings())) as url, httpx.AsyncClient(base_url=url) as client:
+        answer = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
+    assert answer.status_code == 200, answer.text
+    assert upstream.requests[0].headers["authorization"] == "Bearer the-given-environment-key"
