@@ -96,3 +96,47 @@ def test_reasoning_from_either_field(delta: dict[str, Any], reasoning: str) -> N
     from toolwire.translate.chat._chunks import reasoning_text
 
     assert reasoning_text(delta) == reasoning
+
+
+def responses_usage(input_tokens: int, cached: int, written: int, output: int, reasoning: int, total: int) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": total,
+    }
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        pytest.param(
+            {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+             "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
+             "completion_tokens_details": {"reasoning_tokens": 12}},
+            responses_usage(100, 60, 30, 20, 12, 120), id="every-detail",
+        ),
+        pytest.param(
+            {"prompt_tokens": 100, "completion_tokens": 20, "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36},
+            responses_usage(100, 64, 0, 20, 0, 120), id="deepseek-cache-hits-and-no-total",
+        ),
+        pytest.param(
+            {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_cache_hit_tokens": 64,
+             "prompt_tokens_details": {"cached_tokens": 50}},
+            responses_usage(100, 50, 0, 20, 0, 120), id="the-openai-detail-first",
+        ),
+        pytest.param(
+            {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+             "prompt_tokens_details": ["cached_tokens", 60], "completion_tokens_details": "12 reasoning"},
+            responses_usage(100, 0, 0, 20, 0, 120), id="details-that-are-not-objects",
+        ),
+        pytest.param(
+            {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+             "prompt_tokens_details": None, "completion_tokens_details": None},
+            responses_usage(100, 0, 0, 20, 0, 120), id="null-details",
+        ),
+    ],
+)  # fmt: skip
+def test_usage_details_as_each_server_sends_them(usage: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert map_usage(usage) == expected
