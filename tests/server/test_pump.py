@@ -231,12 +231,34 @@ async def test_an_exchange_that_fails_unexpectedly_is_logged_and_gives_its_place
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings(max_streams=1))
-    caplog.set_level(logging.ERROR, logger="toolwire.server")
+    caplog.set_level(logging.INFO, logger="toolwire.server")
     exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), BrokenTransport())
     assert exchange is not None and exchange.finished_at is not None
     failed = [r for r in caplog.records if r.getMessage() == f"exchange {exchange.request_id} failed"]
     assert len(failed) == 1 and failed[0].exc_info is not None and str(failed[0].exc_info[1]) == "planted transport fault"
     assert pipeline.streams.in_progress == 0
+    assert exchange.outcome == "failed"  # the translator had ended the response as failed before it broke again
+
+
+class BrokenOpening(KeptTransport):
+    """A transport that fails as a bug would when the stream is to be opened."""
+
+    async def open_stream(self) -> None:
+        raise RuntimeError("planted opening fault")
+
+
+async def test_a_fault_of_the_gateway_is_recorded_as_an_error_not_as_the_client_leaving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings())
+    caplog.set_level(logging.INFO, logger="toolwire.server")
+    exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), BrokenOpening())
+    assert exchange is not None
+    assert (exchange.outcome, exchange.error_kind) == ("error", "RuntimeError")
+    assert exchange.error == "The gateway failed while answering (RuntimeError)."
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"exchange {exchange.request_id} failed" in messages
+    assert not [m for m in messages if m.startswith("client left")]
 
 
 class FailingObserver:

@@ -110,8 +110,9 @@ class Answer:
         events, self._held = self._held or [], None
         return events
 
-    def conclude(self) -> None:
-        """Record on the exchange how it ended, if nothing recorded it yet."""
+    def conclude(self, failure: Exception | None = None) -> None:
+        """Record on the exchange how it ended, if nothing recorded it yet: ``failure``
+        is what broke the exchange, if something in the gateway did (else the client left)."""
         exchange, machine = self.exchange, self.machine
         if exchange.finished_at is not None:
             return
@@ -121,10 +122,14 @@ class Answer:
                 response = machine.response
                 exchange.finish(str(response.get("status")), response=response)
                 return
-        exchange.finish("disconnected", error="The client went away before the response was complete.")
-        if machine is not None:  # what the upstream reported before the client left still counts
+        if failure is not None:
+            kind = type(failure).__name__
+            exchange.finish("error", error=f"The gateway failed while answering ({kind}).", error_kind=kind)
+        else:
+            exchange.finish("disconnected", error="The client went away before the response was complete.")
+            log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
+        if machine is not None:  # what the upstream reported before the exchange ended still counts
             exchange.usage = machine.response.get("usage")
-        log.info("client left %s before its response was complete; upstream request cancelled", exchange.request_id)
 
     def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:
         redacted: dict[str, Any] = orjson.loads(self._redact(orjson.dumps(event)))

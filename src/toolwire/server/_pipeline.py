@@ -130,6 +130,7 @@ class ExchangePipeline:
         gone = asyncio.ensure_future(transport.client_gone())
         watch = _ClientWatch(task, answer)
         gone.add_done_callback(watch)
+        failure: Exception | None = None
         try:
             await self._serve(answer, principal, history, generate, compact)
         except asyncio.CancelledError:
@@ -141,12 +142,13 @@ class ExchangePipeline:
             task.uncancel()  # the client left: the exchange is over, quietly
         except OSError:
             pass  # the client is gone: nothing more can be sent
-        except Exception as failure:
-            log.error("exchange %s failed", exchange.request_id, exc_info=failure)
+        except Exception as exc:
+            failure = exc
+            log.error("exchange %s failed", exchange.request_id, exc_info=exc)
         finally:
             watch.over = True
             gone.cancel()
-            answer.conclude()
+            answer.conclude(failure)
             if exchange.previous_response_id is not None and exchange.outcome in _FAILED:
                 history.forget(exchange.previous_response_id)
             for observer in self.observers:
