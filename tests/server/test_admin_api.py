@@ -168,7 +168,13 @@ async def test_a_stored_response_is_seen_only_with_the_key_that_made_it(upstream
         continued = await client.post(
             "/v1/responses", json={"model": "m", "input": "more", "previous_response_id": made["id"]}, headers=as_admin(bob)
         )
+        upstream.enqueue(Text("alice goes on"))
+        own = await client.post(
+            "/v1/responses", json={"model": "m", "input": "more", "previous_response_id": made["id"]}, headers=as_admin(alice)
+        )
     assert mine.status_code == 200 and theirs.status_code == 404 and continued.status_code == 404
+    assert own.status_code == 200, own.text
+    assert [m["content"] for m in upstream.chat_requests[-1]["messages"]] == ["hi", "alice's", "more"]
 
 
 # ---------------------------------------------------------------- the door itself

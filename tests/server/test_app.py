@@ -262,3 +262,22 @@ async def test_the_store_forgets_responses_after_the_server_sections_ttl(upstrea
 def test_caps_that_do_not_fit_the_open_files_are_refused(upstream: ChatUpstream) -> None:
     with pytest.raises(ValueError, match=r"connections \(max_connections\).*raise the limit, or set lower caps"):
         gateway_app(chat_config(upstream.base_url, max_connections=10_000_000))
+
+
+@pytest.mark.parametrize(("store", "kept"), [("sqlite", True), ("memory", False)])
+async def test_responses_are_kept_in_the_store_the_server_section_names(
+    upstream: ChatUpstream, tmp_path: Path, store: str, kept: bool
+) -> None:
+    """A response made before a restart is still there after it on SQLite, and gone from memory."""
+    upstream.enqueue(Text("kept on disk"))
+    url = f"sqlite:///{tmp_path / 'responses.sqlite3'}" if store == "sqlite" else "memory://"
+    config = chat_config(upstream.base_url, store=url)
+    async with gateway_client(config) as client:
+        response_id = (await client.post("/v1/responses", json={"model": "m", "input": "hi"})).json()["id"]
+    async with gateway_client(config) as client:
+        found = await client.get(f"/v1/responses/{response_id}")
+    if kept:
+        assert found.status_code == 200, found.text
+        assert found.json()["output"][0]["content"][0]["text"] == "kept on disk"
+    else:
+        assert found.status_code == 404, found.text

@@ -343,8 +343,10 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
         missing = await client.get("/v2/nothing")
         wrong = await client.get("/v1/responses")
         wrong_compact = await client.put("/v1/responses/compact")
-        others = {path: (await client.post(path)).status_code for path in ("/v1/models", "/healthz", "/readyz")}
-    assert others == {"/v1/models": 405, "/healthz": 405, "/readyz": 405}
+        others = {path: await client.post(path) for path in ("/v1/models", "/healthz", "/readyz")}
+    assert {path: (answer.status_code, answer.headers["allow"]) for path, answer in others.items()} == {
+        "/v1/models": (405, "GET, HEAD"), "/healthz": (405, "GET, HEAD"), "/readyz": (405, "GET, HEAD"),
+    }  # fmt: skip
     assert (missing.status_code, missing.json()) == (
         404,
         {"error": {"message": "No route for GET /v2/nothing.", "type": "not_found_error", "param": None, "code": None}},
@@ -354,7 +356,7 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
         {"error": {"message": "GET is not allowed on /v1/responses.", "type": "invalid_request_error", "param": None,
                    "code": "method_not_allowed"}},
     )  # fmt: skip
-    assert wrong_compact.status_code == 405
+    assert (wrong.headers["allow"], wrong_compact.status_code, wrong_compact.headers["allow"]) == ("POST", 405, "POST")
 
 
 def test_it_all_needs_only_httpx() -> None:

@@ -65,7 +65,9 @@ def create_app(
     async def method_not_allowed(request: Request, exc: Exception) -> Response:
         body = {"error": {"message": f"{request.method} is not allowed on {request.url.path}.",
                           "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}}
-        return JSONResponse(body, status_code=405)
+        # Starlette names the route's methods in Allow, in a set's order: sorted, the header is stable.
+        allowed = sorted((getattr(exc, "headers", None) or {}).get("Allow", "").split(", "))
+        return JSONResponse(body, status_code=405, headers={"allow": ", ".join(allowed)} if any(allowed) else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
