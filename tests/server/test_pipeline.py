@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from starlette.exceptions import HTTPException
 
 from tests.support.chat_upstream import (
     Call,
@@ -28,6 +29,7 @@ from tests.support.chat_upstream import (
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, serving, sse_events
 from toolwire.server import GatewaySettings, build_router, create_app
+from toolwire.server._app import allow_header
 from toolwire.store import MemoryResponseStore, StoredResponse, StoreUnavailable
 
 JSON = dict[str, Any]
@@ -357,6 +359,11 @@ async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstre
                    "code": "method_not_allowed"}},
     )  # fmt: skip
     assert (wrong.headers["allow"], wrong_compact.status_code, wrong_compact.headers["allow"]) == ("POST", 405, "POST")
+
+
+def test_a_405_names_the_allowed_methods_in_a_stable_order() -> None:
+    refusal = HTTPException(405, headers={"Allow": "POST, HEAD, GET"})
+    assert allow_header(refusal) == {"allow": "GET, HEAD, POST"}
 
 
 def test_it_all_needs_only_httpx() -> None:

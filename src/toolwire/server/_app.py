@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -65,9 +67,7 @@ def create_app(
     async def method_not_allowed(request: Request, exc: Exception) -> Response:
         body = {"error": {"message": f"{request.method} is not allowed on {request.url.path}.",
                           "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}}
-        # Starlette names the route's methods in Allow, in a set's order: sorted, the header is stable.
-        allowed = sorted((getattr(exc, "headers", None) or {}).get("Allow", "").split(", "))
-        return JSONResponse(body, status_code=405, headers={"allow": ", ".join(allowed)} if any(allowed) else None)
+        return JSONResponse(body, status_code=405, headers=allow_header(cast(HTTPException, exc)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -100,6 +100,13 @@ def create_app(
     )
     served = _ResponsesFastPath(responses, app)
     return ClientAuth(served, gate) if gate is not None else served
+
+
+def allow_header(refusal: HTTPException) -> dict[str, str]:
+    """The ``Allow`` header of a 405: the methods Starlette names, sorted (it lists a
+    route's methods in a set's order, which differs from one process to the next)."""
+    methods = (refusal.headers or {})["Allow"].split(", ")
+    return {"allow": ", ".join(sorted(methods))}
 
 
 class _ResponsesFastPath:
