@@ -26,6 +26,7 @@ from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.hostile_upstream import HostileUpstream, prompt
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
+from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
 from toolwire.server._limits import LIMITS_TRIPPED
@@ -308,11 +309,7 @@ async def test_a_body_that_ends_after_its_answer_leaves_the_connection_waiting_f
         client = await served.connect(b"POST /v2/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
         answer = await asyncio.wait_for(client.reader.readuntil(b"}}"), 30)
         await client.send(b"0123456789")
-        for _ in range(200):  # until the body is in and the connection waits, bounded (10 s)
-            if _connections.process_table().waiting == 1:
-                break
-            await asyncio.sleep(0.05)
-        assert _connections.process_table().waiting == 1
+        assert await until(lambda: _connections.process_table().waiting == 1)  # the body is in, the connection waits
         rest = await client.until_closed()
         after = await served.tripped()
     assert status_of(answer) == 404 and rest == b""
@@ -380,10 +377,7 @@ async def test_at_the_cap_the_longest_idle_connection_makes_room(upstream: ChatU
         assert status_of(await newest.until_closed()) == 200
         assert await oldest.until_closed() == b"", "the longest waiting, silent one was closed"
         table = _connections.process_table()
-        for _ in range(200):  # until the server has let the closed ones go, bounded (10 s)
-            if table.open <= 1:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: table.open <= 1)  # the server has let the closed ones go
         assert (table.open, table.waiting) == (1, 1), "the reclaimed one is counted out once, not twice"
         newer.close()
         after = await served.tripped()
@@ -433,11 +427,7 @@ async def test_past_the_overflow_a_newcomer_is_closed_at_once(upstream: ChatUpst
         after = closed_for_connections()
         held.close()
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)
-        for _ in range(200):  # until the server has let every connection go, bounded (10 s)
-            if table.open == 0:
-                break
-            await asyncio.sleep(0.05)
-        assert table.open == 0
+        assert await until(lambda: table.open == 0), "the server lets every connection go"
     assert [status_of(answer) for answer in answers] == [503] * 4
     assert after - before == 5
 
@@ -577,11 +567,7 @@ async def test_a_websocket_keeps_its_place_until_it_closes(upstream: ChatUpstrea
             await ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": "still here?"}).decode())
             while orjson.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
                 pass
-        for _ in range(200):  # until the server has seen the WebSocket close, bounded (10 s)
-            if table.open == 0:
-                break
-            await asyncio.sleep(0.05)
-        assert table.open == 0
+        assert await until(lambda: table.open == 0), "the server sees the WebSocket close"
         assert status_of(await served.get("/healthz")) == 200
 
 
@@ -608,10 +594,7 @@ async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
         gone = await served.connect()
         gone.close()
         await asyncio.wait_for(gone.writer.wait_closed(), 30)
-        for _ in range(200):  # until the server has seen it go, bounded
-            if _connections.process_table().open == 0:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: _connections.process_table().open == 0, seconds=2, step=0.01)  # the server has seen it go
         waiting = await served.connect()
         newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         answer = await newcomer.until_closed()
@@ -640,11 +623,8 @@ async def test_bytes_pending_are_those_the_kernel_holds_unread() -> None:
         assert _connections.BoundedHttpToolsProtocol.bytes_pending(connection) is False  # type: ignore[arg-type]
         writer.write(b"GET /healthz HTTP/1.1\r\n")
         await writer.drain()
-        for _ in range(200):  # until the bytes are in the kernel's buffer, bounded (10 s)
-            if _connections.BoundedHttpToolsProtocol.bytes_pending(connection):  # type: ignore[arg-type]
-                break
-            await asyncio.sleep(0.05)
-        assert _connections.BoundedHttpToolsProtocol.bytes_pending(connection) is True  # type: ignore[arg-type]
+        pending = _connections.BoundedHttpToolsProtocol.bytes_pending
+        assert await until(lambda: pending(connection) is True)  # type: ignore[arg-type]  # in the kernel's buffer
         writer.close()
         transport.close()
     finally:

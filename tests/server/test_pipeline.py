@@ -28,6 +28,7 @@ from tests.support.chat_upstream import (
 )
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, serving, sse_events
+from tests.support.waiting import until
 from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._app import allow_header
 from toolwire.store import MemoryResponseStore, StoredResponse, StoreUnavailable
@@ -270,10 +271,7 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
                 if b"response.output_text.delta" in chunk:
                     break
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)
-        for _ in range(200):  # the exchange is logged once it has wound down
-            if list(exchange_log):
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: bool(exchange_log))  # the exchange is logged once it has wound down
     line = only(exchange_log)
     assert (line["outcome"], line["error"]) == ("disconnected", "The client went away before the response was complete.")
     assert line["stream"] is True
