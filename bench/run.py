@@ -406,8 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     log("core cost, in process")
     core_result = core.measure(bodies, quick=args.quick)
     log("a streamed answer's layers, in process")
-    layers = stream_path.measure(streams=10, rounds=1) if args.quick else stream_path.measure()
-    core_result["stream_path"] = [asdict(cost) for cost in layers]
+    core_result["stream_path"] = [asdict(cost) for cost in stream_path.measure(quick=args.quick)]
 
     logs = work / "logs"
     raise_fd_limit(1024)

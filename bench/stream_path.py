@@ -109,12 +109,13 @@ class StreamPath:
         return ChatStreamTranslator(self.request, self.tools, response_id="resp_1", created_at=1, model="m")
 
     async def run(self, layer: str) -> None:
-        protocol = BaseProtocol(asyncio.get_running_loop())
-        protocol.transport = _Transport()  # type: ignore[assignment]
-        reader = aiohttp.StreamReader(protocol, 2**16, loop=asyncio.get_running_loop())
-        feeding = asyncio.create_task(self._feed(reader))
         if layer not in LAYERS:
             raise ValueError(f"no layer {layer!r}: one of {', '.join(LAYERS)}")
+        loop = asyncio.get_running_loop()
+        protocol = BaseProtocol(loop)
+        protocol.transport = _Transport()  # type: ignore[assignment]
+        reader = aiohttp.StreamReader(protocol, 2**16, loop=loop)
+        feeding = asyncio.create_task(self._feed(reader))
         await getattr(self, "_" + layer)(reader)
         await feeding
 
@@ -166,8 +167,10 @@ class StreamPath:
         await pump(answer, self._sse_batches(reader), self._translator(), _keep)
 
 
-def measure(body: str = "v2", streams: int = 300, rounds: int = 9) -> list[LayerCost]:
-    """Each layer's CPU per stream (µs), the minimum over ``rounds`` of ``streams`` streams."""
+def measure(body: str = "v2", *, quick: bool = False) -> list[LayerCost]:
+    """Each layer's CPU per stream (µs), the minimum over 9 rounds of 300 streams
+    (``quick``: one round of 10, a smoke run)."""
+    streams, rounds = (10, 1) if quick else (300, 9)
     path = StreamPath(body)
     loop = uvloop.new_event_loop()
     try:
@@ -205,8 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--body", default="v2", help="the request whose tools the translator is given (default v2)")
     parser.add_argument("--quick", action="store_true", help="few streams and rounds: a smoke run")
     args = parser.parse_args(argv)
-    streams, rounds = (10, 1) if args.quick else (300, 9)
-    print(table(measure(args.body, streams, rounds)))
+    print(table(measure(args.body, quick=args.quick)))
 
 
 if __name__ == "__main__":
