@@ -25,11 +25,10 @@ from websockets.asyncio.client import connect
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.hostile_upstream import HostileUpstream, prompt
-from tests.support.served import chat_config, gateway_app, uvicorn_serving
+from tests.support.served import chat_config, gateway_app, tripped_here, uvicorn_serving
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
-from toolwire.server._limits import LIMITS_TRIPPED
 from toolwire.server._settings import CONFIG_ENV
 
 BOUNDS: dict[str, Any] = {
@@ -124,12 +123,6 @@ async def bounded(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, **ser
             yield served
         finally:
             await served.close_all()
-
-
-def closed_for_connections() -> float:
-    """``toolwire_limits_tripped_total{limit="max_connections"}`` as this process counts it."""
-    [family] = LIMITS_TRIPPED.collect()
-    return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["limit"] == "max_connections")
 
 
 def status_of(answer: bytes) -> int:
@@ -417,14 +410,14 @@ async def test_past_the_overflow_a_newcomer_is_closed_at_once(upstream: ChatUpst
     async with bounded(upstream, monkeypatch, max_connections=1, client_header_timeout=30) as served:
         table = _connections.process_table()
         [held] = await served.hold_streams(1)
-        before = closed_for_connections()  # read in this process: no connection is left to ask /metrics
+        before = tripped_here("max_connections")  # read in this process: no connection is left to ask /metrics
         told = [await served.connect() for _ in range(4)]
         closed = await served.connect()
         assert await closed.until_closed() == b"", "closed at once, past the overflow"
         for client in told:
             await client.send(healthz)
         answers = [await client.until_closed() for client in told]
-        after = closed_for_connections()
+        after = tripped_here("max_connections")
         held.close()
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)
         assert await until(lambda: table.open == 0), "the server lets every connection go"

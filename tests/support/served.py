@@ -31,6 +31,7 @@ from toolwire.cli._serve import uvicorn_protocols
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.protocol import SSEDecoder
 from toolwire.server._factory import build_app
+from toolwire.server._limits import LIMITS_TRIPPED
 from toolwire.server.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["as_asgi3", "chat_config", "gateway_app", "gateway_client", "serving", "sse_events", "uvicorn_serving"]
@@ -131,3 +132,10 @@ def sse_events(body: bytes) -> list[dict[str, Any]]:
         assert event.event == data["type"], (event.event, data["type"])
         events.append(data)
     return events
+
+
+def tripped_here(limit: str) -> float:
+    """``toolwire_limits_tripped_total{limit=...}`` as this process has counted it so far (the
+    counter is the process's: a test compares it before and after, not with a fixed number)."""
+    [family] = LIMITS_TRIPPED.collect()
+    return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["limit"] == limit)

@@ -1,5 +1,7 @@
 """``until``: wait, bounded, for something the server does in its own time (a connection
-let go, a count settled), instead of sleeping for a guessed while."""
+let go, a count settled), instead of sleeping for a guessed while. It awaits between checks,
+so the gateway served in the same event loop goes on; ``tests/reliability/helpers.wait_until``
+is its blocking twin, for servers in other processes."""
 
 from __future__ import annotations
 
