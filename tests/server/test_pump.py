@@ -231,7 +231,7 @@ async def test_an_exchange_that_fails_unexpectedly_is_logged_and_gives_its_place
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings(max_streams=1))
-    caplog.set_level(logging.INFO, logger="toolwire.server")
+    caplog.set_level(logging.ERROR, logger="toolwire.server")
     exchange = await pipeline.serve(orjson.dumps({"model": "m", "input": "hi", "stream": True}), BrokenTransport())
     assert exchange is not None and exchange.finished_at is not None
     failed = [r for r in caplog.records if r.getMessage() == f"exchange {exchange.request_id} failed"]
