@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.support.chat_upstream import ChatUpstream, HttpError, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
+from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.keys import STATIC_KEY_NAME
 
@@ -330,11 +331,7 @@ async def test_a_client_that_closes_normally_trips_no_limit(upstream: ChatUpstre
         before = await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes")
         async with session(gw) as ws:
             completed(await create(ws, input="hi"))
-        for _ in range(200):  # until the server has seen the close and let the connection go, bounded
-            if not gw.server.server_state.connections:
-                break
-            await asyncio.sleep(0.05)
-        assert not gw.server.server_state.connections
+        assert await until(lambda: not gw.server.server_state.connections), "the server lets the closed connection go"
         assert await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes") == before
 
 
