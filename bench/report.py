@@ -382,7 +382,9 @@ def render(results: dict[str, Any]) -> str:
     add("## Bodies")
     add("")
     add("Built by `bench/bodies.py` from the captured Codex 0.169.0 requests: placeholders padded back to the "
-        "real size (SIZES.md), then the tool rounds of the turn repeated with fresh ids. `stream: true`.")
+        "real size (SIZES.md), then the tool rounds of the turn repeated with fresh ids. `stream: true`. "
+        "toolwire's answer is the one it gave the check request before the load; text chunks that came in "
+        "one read go out as one text delta, so how many there are depends on how the reads fell.")
     add("")
     add(_row(["body", "fixture", "real capture", "padded fixture", "benchmark body", "input items", "tool rounds",
               "Chat body upstream", "toolwire's answer"]))

@@ -1,19 +1,21 @@
 """Where a streamed answer's CPU goes in the gateway, layer by layer, in process.
 
-    python -m bench.stream_path [--quick]
+    python -m bench.stream_path [--quick] [--reads event|answer]
 
 One event loop (uvloop, as the gateway runs), no sockets: the canned upstream's text
 answer (a role chunk, 40 text chunks, the finish and usage chunks, ``[DONE]``) is fed
 into a real ``aiohttp.StreamReader`` one SSE event per loop iteration, as an upstream
-streaming token by token is read, and each row adds one layer of what the gateway does
+streaming token by token is read at one connection (``--reads answer``: all of it in one
+read, as a busy gateway finds it), and each row adds one layer of what the gateway does
 with it. The ASGI ``send`` at the end does nothing, so the sockets' own cost (the same
 for the bare relay and for toolwire) is left out. Each row is the minimum over rounds of
 the mean ``time.process_time`` per stream.
 
 - ``reader``: the reads alone (``iter_any``), one loop iteration per event;
 - ``relay``: and each read handed to ``send`` as it came (what ``bench/relay.py`` does);
-- ``batches``: toolwire's ``SSEBatches`` instead: SSE decoding and ``orjson.loads`` of
-  each event, up to ``[DONE]``;
+- ``batches``: toolwire's ``SSEBatches`` instead, as the Chat backend reads: SSE decoding
+  and ``orjson.loads`` of each event up to ``[DONE]``, but the plain text chunks after the
+  first read from their bytes (``PlainContentFrames``);
 - ``translated``: and every chunk through the Chat stream translator (``start``,
   ``feed``, ``finish``);
 - ``encoded``: and each batch's events serialized and framed by ``SseTransport``;
@@ -38,7 +40,7 @@ import orjson
 import uvloop
 from aiohttp.base_protocol import BaseProtocol
 
-from toolwire.protocol import parse_request
+from toolwire.protocol import PlainContentFrames, parse_request
 from toolwire.server._answer import Answer, pump
 from toolwire.server._exchange import Exchange
 from toolwire.server._http_responses import SseTransport
@@ -97,10 +99,14 @@ async def _keep(response: dict[str, Any]) -> None:
 class StreamPath:
     """One streamed answer through the gateway's layers; ``run(layer)`` goes as far as ``layer``."""
 
-    def __init__(self, body: str = "v2", send: Callable[[Any], Awaitable[None]] = _send) -> None:
+    def __init__(self, body: str = "v2", send: Callable[[Any], Awaitable[None]] = _send, reads: str = "event") -> None:
         self.send = send  # the ASGI send at the end: a no-op when measuring
         self.frames = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in canned.text_chunks(40)]
         self.frames.append(b"data: [DONE]\n\n")
+        if reads == "answer":
+            self.frames = [b"".join(self.frames)]
+        elif reads != "event":
+            raise ValueError(f"reads: event or answer, not {reads!r}")
         self.request = parse_request(build(body).data)
         self.tools = translate_request(self.request).tools
         self.redact = Redactor([]).redact_json
@@ -137,7 +143,8 @@ class StreamPath:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _sse_batches(self, reader: aiohttp.StreamReader) -> SSEBatches:
-        return SSEBatches(_Response(reader), 300.0, parse_json_object)  # type: ignore[arg-type]
+        # as the Chat backend reads: plain chunks from their bytes once their shape is known
+        return SSEBatches(_Response(reader), 300.0, parse_json_object, frames=PlainContentFrames())  # type: ignore[arg-type]
 
     async def _batches(self, reader: aiohttp.StreamReader) -> None:
         async for _ in self._sse_batches(reader):
@@ -167,11 +174,11 @@ class StreamPath:
         await pump(answer, self._sse_batches(reader), self._translator(), _keep)
 
 
-def measure(body: str = "v2", *, quick: bool = False) -> list[LayerCost]:
+def measure(body: str = "v2", *, quick: bool = False, reads: str = "event") -> list[LayerCost]:
     """Each layer's CPU per stream (µs), the minimum over 9 rounds of 300 streams
     (``quick``: one round of 10, a smoke run)."""
     streams, rounds = (10, 1) if quick else (300, 9)
-    path = StreamPath(body)
+    path = StreamPath(body, reads=reads)
     loop = uvloop.new_event_loop()
     try:
 
@@ -207,8 +214,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.stream_path", description=__doc__.splitlines()[0])
     parser.add_argument("--body", default="v2", help="the request whose tools the translator is given (default v2)")
     parser.add_argument("--quick", action="store_true", help="few streams and rounds: a smoke run")
+    parser.add_argument("--reads", choices=["event", "answer"], default="event",
+                        help="one SSE event per read (default), or the whole answer in one read")
     args = parser.parse_args(argv)
-    print(table(measure(args.body, quick=args.quick)))
+    print(table(measure(args.body, quick=args.quick, reads=args.reads)))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ PROTOCOL_ALL = [
     "MessageItem",
     "NamespaceTool",
     "OutputText",
+    "PlainChunks",
+    "PlainContentFrames",
     "ReasoningItem",
     "ReasoningText",
     "Refusal",
@@ -58,6 +60,7 @@ PROTOCOL_ALL = [
     "SSELimitExceeded",
     "ServerSentEvent",
     "StreamEvent",
+    "StreamItem",
     "SummaryText",
     "TextFormat",
     "ToolSearchCallItem",
@@ -73,6 +76,7 @@ PROTOCOL_ALL = [
     "parse_event",
     "parse_item",
     "parse_request",
+    "plain_content",
 ]
 
 TOOLS_ALL = [

@@ -89,7 +89,7 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
                 assert figures["p50_ms"] > 0 and figures["p99_ms"] >= figures["p50_ms"]
             assert comparison["throughput_ratio"] > 0
     for body in results["bodies"]:
-        assert body["gateway_text_deltas"] == 40, body
+        assert 1 <= body["gateway_text_deltas"] <= 40, body  # plain chunks read together are one delta
     for row in results["core"]["requests"]:
         assert row["parse_us"] > 0 and row["translate_us"] > 0
     for row in results["core"]["streams"]:

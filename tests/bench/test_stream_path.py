@@ -17,20 +17,21 @@ from toolwire.protocol import SSEDecoder
 ANSWER = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in canned.text_chunks(40)[:-1])
 
 
-def sent_through(layer: str) -> tuple[list[dict[str, Any]], bytes]:
+def sent_through(layer: str, reads: str = "event") -> tuple[list[dict[str, Any]], bytes]:
     messages: list[dict[str, Any]] = []
 
     async def keep(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    path = stream_path.StreamPath("v2", send=keep)
+    path = stream_path.StreamPath("v2", send=keep, reads=reads)
     asyncio.run(path.run(layer))
     return messages, b"".join(m.get("body", b"") for m in messages)
 
 
+@pytest.mark.parametrize("reads", ["event", "answer"])
 @pytest.mark.parametrize("layer", ["encoded", "pump"])
-def test_toolwire_layers_stream_the_whole_answer(layer: str) -> None:
-    messages, body = sent_through(layer)
+def test_toolwire_layers_stream_the_whole_answer(layer: str, reads: str) -> None:
+    messages, body = sent_through(layer, reads)
     assert messages[0]["type"] == "http.response.start"
     assert [m["more_body"] for m in messages[1:]][-1] is False
     events = [orjson.loads(e.data) for e in SSEDecoder().feed(body)]
@@ -38,6 +39,15 @@ def test_toolwire_layers_stream_the_whole_answer(layer: str) -> None:
     assert events[-1]["type"] == "response.completed"
     assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == ANSWER
     assert events[-1]["response"]["usage"]["output_tokens"] > 0
+    deltas = sum(e["type"] == "response.output_text.delta" for e in events)
+    assert deltas == (40 if reads == "event" else 2)  # in one read: the first teaches the rest's shape
+
+
+def test_reads_are_one_event_each_or_the_whole_answer() -> None:
+    assert len(stream_path.StreamPath(reads="event").frames) == 44
+    assert stream_path.StreamPath(reads="answer").frames == [b"".join(stream_path.StreamPath().frames)]
+    with pytest.raises(ValueError, match="reads: event or answer, not 'lines'"):
+        stream_path.StreamPath(reads="lines")
 
 
 def test_the_relay_passes_the_upstream_bytes_on() -> None:
@@ -46,8 +56,9 @@ def test_the_relay_passes_the_upstream_bytes_on() -> None:
     assert len(messages) > 2  # read by read, not gathered
 
 
-def test_a_quick_measurement_reports_every_layer() -> None:
-    costs = stream_path.measure(quick=True)
+@pytest.mark.parametrize("reads", ["event", "answer"])
+def test_a_quick_measurement_reports_every_layer(reads: str) -> None:
+    costs = stream_path.measure(quick=True, reads=reads)
     assert [c.layer for c in costs] == list(stream_path.LAYERS)
     assert all(c.us_per_stream > 0 for c in costs)
     table = stream_path.table(costs)

@@ -584,3 +584,45 @@ def test_a_character_cut_by_the_end_of_the_stream_counts_toward_the_line_limit(d
     with pytest.raises(SSELimitExceeded) as raised:
         decoder.flush_data() if data_only else decoder.flush()
     assert (raised.value.what, raised.value.limit) == ("line", 10)
+
+
+# ------------------------------------------------------ idle: between two events
+
+
+@pytest.mark.parametrize(
+    ("fed", "idle"),
+    [
+        ([], False),  # the stream's start (a BOM may come) is ahead
+        ([b""], False),
+        ([b"data: a\n\n"], True),
+        ([b"\xef\xbb\xbfdata: a\n\n"], True),
+        ([b": comment\n\n"], True),
+        ([b"data: a\n"], False),  # the event is not over
+        ([b"event: x\n"], False),
+        ([b"data: a\n\n", b"data"], False),  # half a line
+        ([b"data: a\r"], False),
+        ([b"data: a\r\r"], False),  # an LF may still follow the CR
+        ([b"data: a\r\r", b"\n"], True),
+        ([b"data: a\n\n", b"data: \xc3"], False),  # half a character, and a line
+        ([b"data: a\n\n\xc3"], False),  # half a character
+        ([b"data: a\n\n", b"id: 1\n\n"], True),  # an id is kept, but no event is pending
+    ],
+)
+def test_idle_between_events(fed: list[bytes], idle: bool) -> None:
+    decoder = SSEDecoder()
+    for chunk in fed:
+        decoder.feed_data(chunk)
+    assert decoder.idle is idle
+
+
+@given(st.lists(st.binary(max_size=12), max_size=6), st.text(max_size=20).filter(lambda s: "\n" not in s and "\r" not in s))
+def test_bytes_ending_in_a_blank_line_leave_the_decoder_idle(chunks: list[bytes], data: str) -> None:
+    """Whatever came before, bytes ending with LF LF end the event; then a one-line frame
+    gives exactly its data."""
+    decoder = SSEDecoder()
+    for chunk in chunks:
+        decoder.feed_data(chunk)
+    decoder.feed_data(b"\n\n")
+    assert decoder.idle
+    assert decoder.feed_data(b"data: " + data.encode() + b"\n\n") == [data]
+    assert decoder.idle

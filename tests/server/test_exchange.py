@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from toolwire.errors import InternalError, NotFoundError, RequestError, UpstreamError
+from toolwire.protocol import PlainChunks
 from toolwire.server import Exchange
 from toolwire.server._errors import as_toolwire_error, send_error
 from toolwire.tools import ConfigurationError
@@ -66,6 +67,13 @@ def test_traffic_is_kept_only_when_an_observer_wants_it() -> None:
     assert orjson.dumps({"sent": recorded.upstream_request}) == b'{"sent":{"model":"m"}}'
     assert (recorded.upstream_chunks, recorded.events) == ([{"a": 1}, {"a": 2}], [{"type": "x"}])
     assert Exchange("resp_3", b"").latency is None and Exchange("resp_4", b"").time_to_first_token is None
+
+
+def test_plain_chunks_are_recorded_as_the_chunks_they_were() -> None:
+    recorded = Exchange("resp_1", b"{}", record_traffic=True)
+    recorded.note_chunk({"a": 1})
+    recorded.note_chunk(PlainChunks("xy", b'data: {"b":"x"}\n\ndata: {"b":"y"}\n\n'))
+    assert recorded.upstream_chunks == [{"a": 1}, {"b": "x"}, {"b": "y"}]
 
 
 def test_every_failure_gets_a_status(caplog: pytest.LogCaptureFixture) -> None:

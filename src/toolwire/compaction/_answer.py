@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolwire.errors import UpstreamError
-from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.protocol import ResponsesRequest, StreamEvent, StreamItem
 from toolwire.translate import (
     AnswerTranslator,
     ResponsesEventWriter,
@@ -70,7 +70,7 @@ class CompactionAnswer(WrittenAnswer):
         self._writer.begin()
         return self._writer.take()
 
-    def feed(self, item: JSON, /) -> list[StreamEvent]:
+    def feed(self, item: StreamItem, /) -> list[StreamEvent]:
         if self.finished:
             return []
         self._writer.begin()

@@ -3,7 +3,9 @@
 Items and tool definitions are pydantic models decoded once at the edge and dumped back
 losslessly; stream events and Chat Completions shapes are TypedDicts built on the hot
 path. Nothing here does I/O. A body that resends a history seen before is decoded only
-past it (``KNOWN_HISTORIES``, bounded; ``ResponsesRequest.history``).
+past it (``KNOWN_HISTORIES``, bounded; ``ResponsesRequest.history``). A streamed Chat
+answer's plain text chunks are read from their bytes once their shape is known
+(``PlainContentFrames``, giving ``PlainChunks``).
 """
 
 from ._base import WireModel
@@ -18,6 +20,7 @@ from ._chat import (
     ChatToolCallDelta,
     ChatUsage,
 )
+from ._chat_frames import PlainChunks, PlainContentFrames, StreamItem, plain_content
 from ._events import EVENT_TYPES, TERMINAL_EVENT_TYPES, StreamEvent, parse_event
 from ._history import KNOWN_HISTORIES, HistoryLink, KnownHistories, KnownHistory
 from ._items import (
@@ -102,6 +105,8 @@ __all__ = [
     "MessageItem",
     "NamespaceTool",
     "OutputText",
+    "PlainChunks",
+    "PlainContentFrames",
     "ReasoningItem",
     "ReasoningText",
     "Refusal",
@@ -111,6 +116,7 @@ __all__ = [
     "SSELimitExceeded",
     "ServerSentEvent",
     "StreamEvent",
+    "StreamItem",
     "SummaryText",
     "TextFormat",
     "ToolSearchCallItem",
@@ -126,4 +132,5 @@ __all__ = [
     "parse_event",
     "parse_item",
     "parse_request",
+    "plain_content",
 ]

@@ -98,6 +98,20 @@ class SSEDecoder:
         self._last_id: str | None = None
         self._retry: int | None = None
 
+    @property
+    def idle(self) -> bool:
+        """Between two events: the stream's start (and its BOM) behind, and nothing held
+        of a character, a line, a CRLF pair or an event. Bytes ``data: X`` + LF LF (X one
+        line) fed now would give exactly one event, whose data is X, and leave it idle."""
+        return (
+            self._started
+            and not self._partial
+            and not self._data
+            and not self._event
+            and not self._after_cr
+            and not self._utf8.getstate()[0]
+        )
+
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk`` and return every event it completed."""
         return self._consume(self._utf8.decode(chunk), self._new_event)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import orjson
 
 from toolwire.keys import Lease
+from toolwire.protocol import PlainChunks, StreamItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +80,14 @@ class Exchange:
         decoded: dict[str, Any] = orjson.loads(self.upstream_request_bytes)
         return decoded
 
-    def note_chunk(self, chunk: dict[str, Any]) -> None:
+    def note_chunk(self, chunk: StreamItem) -> None:
         if self.first_token_at is None:
             self.first_token_at = time.monotonic()
         if self.record_traffic:
-            self.upstream_chunks.append(chunk)
+            if isinstance(chunk, PlainChunks):
+                self.upstream_chunks.extend(chunk.objects())
+            else:
+                self.upstream_chunks.append(chunk)
 
     def note_events(self, events: list[Any]) -> None:
         if self.record_traffic:

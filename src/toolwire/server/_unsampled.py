@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.protocol import ResponsesRequest, StreamEvent, StreamItem
 from toolwire.translate import ResponsesEventWriter, WrittenAnswer
 
 JSON = dict[str, Any]
@@ -34,7 +34,7 @@ class UnsampledAnswer(WrittenAnswer):
         self._writer.begin()
         return self._writer.take()
 
-    def feed(self, item: JSON, /) -> list[StreamEvent]:
+    def feed(self, item: StreamItem, /) -> list[StreamEvent]:
         return []  # nothing was asked upstream, so nothing arrives
 
     def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:

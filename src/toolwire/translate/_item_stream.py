@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from toolwire.protocol import ResponsesRequest, StreamEvent
+from toolwire.protocol import PlainChunks, ResponsesRequest, StreamEvent, StreamItem
 from toolwire.tools import ToolKind
 
 from ._calls import CLOSED, CallReader, ItemStatus, OpenCall, call_item
@@ -73,12 +73,15 @@ class ItemStreamTranslator(WrittenAnswer, ABC, Generic[OpenItemT]):
         self._writer.begin()
         return self._writer.take()
 
-    def feed(self, item: JSON, /) -> list[StreamEvent]:
+    def feed(self, item: StreamItem, /) -> list[StreamEvent]:
         """The events one object of the upstream's stream produces (``_read``)."""
         writer = self._writer
         if not writer.open():
             return []
-        self._read(item)
+        if isinstance(item, PlainChunks):
+            self._read_plain(item)
+        else:
+            self._read(item)
         return writer.take()
 
     def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[StreamEvent]:
@@ -128,6 +131,12 @@ class ItemStreamTranslator(WrittenAnswer, ABC, Generic[OpenItemT]):
     @abstractmethod
     def _read(self, item: JSON, /) -> None:
         """What one object of the upstream's stream says, written (the stream has begun)."""
+
+    def _read_plain(self, chunks: PlainChunks, /) -> None:
+        """Plain Chat chunks read from their bytes: each read in full, unless the wire
+        knows better."""
+        for chunk in chunks.objects():
+            self._read(chunk)
 
     @abstractmethod
     def _as_stream(self, answer: JSON, /) -> list[JSON]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from toolwire.protocol import StreamItem
+
 from .writer import ResponsesEventWriter, StreamState
 
 __all__ = ["AnswerTranslator", "WrittenAnswer"]
@@ -37,7 +39,7 @@ class AnswerTranslator(Protocol):
 
     def start(self) -> list[Any]: ...
 
-    def feed(self, item: JSON, /) -> list[Any]: ...
+    def feed(self, item: StreamItem, /) -> list[Any]: ...
 
     def finish(self, *, completed_at: int | None = None, ended_cleanly: bool = True) -> list[Any]: ...
 

@@ -5,7 +5,8 @@ Every configured upstream is a ``Backend`` built by its ``BackendKind`` (``kinds
 (``UpstreamCall``, with the ``AnswerTranslator`` that translates the answer back) and
 sends it. The HTTP kinds share one client, ``HttpEndpoint`` (pooled connections,
 retries, the upstream's errors kept, the proxy the environment names: ``proxy_for``).
-Streams arrive as ``StreamBatches``: parsed objects, one list per network read.
+Streams arrive as ``StreamBatches``: parsed objects, one list per network read (a Chat
+stream's plain text chunks read from their bytes, as ``PlainChunks``).
 ``UpstreamLimits`` bounds what one answer may make the gateway hold. A backend that
 compacts conversations by itself offers ``NativeCompaction``.
 """

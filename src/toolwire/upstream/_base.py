@@ -25,14 +25,15 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolwire.protocol import ResponsesRequest
+from toolwire.protocol import ResponsesRequest, StreamItem
 from toolwire.translate import AnswerTranslator
 
 JSON = dict[str, Any]
 
 
 class StreamBatches(Protocol):
-    """A streamed answer, parsed: one list of JSON objects per network read.
+    """A streamed answer, parsed: one list of objects per network read (a Chat stream's
+    plain chunks may come as ``ContentChunk``s, read from their bytes).
 
     Everything that arrived together is translated and sent on together; when the
     upstream trickles, a batch holds one object. Iterating raises ``UpstreamError``
@@ -46,7 +47,7 @@ class StreamBatches(Protocol):
     @property
     def ended_cleanly(self) -> bool: ...
 
-    def __aiter__(self) -> AsyncIterator[list[JSON]]: ...
+    def __aiter__(self) -> AsyncIterator[list[StreamItem]]: ...
 
 
 @dataclass(slots=True)
@@ -109,14 +110,14 @@ class Backend(Protocol):
 class ListBatches:
     """``StreamBatches`` over objects already in memory (the mock backend, tests)."""
 
-    def __init__(self, batches: list[list[JSON]]) -> None:
+    def __init__(self, batches: list[list[StreamItem]]) -> None:
         self._batches = batches
         self.ended_cleanly = False
 
-    async def _iterate(self) -> AsyncIterator[list[JSON]]:
+    async def _iterate(self) -> AsyncIterator[list[StreamItem]]:
         for batch in self._batches:
             yield batch
         self.ended_cleanly = True
 
-    def __aiter__(self) -> AsyncIterator[list[JSON]]:
+    def __aiter__(self) -> AsyncIterator[list[StreamItem]]:
         return self._iterate()

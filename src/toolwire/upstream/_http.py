@@ -24,7 +24,13 @@ import aiohttp
 import orjson
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
-from toolwire.protocol import SSEDecoder, SSELimitExceeded
+from toolwire.protocol import (
+    PlainChunks,
+    PlainContentFrames,
+    SSEDecoder,
+    SSELimitExceeded,
+    StreamItem,
+)
 
 from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
     from ._kind import BackendSetup
 
 JSON = dict[str, Any]
+_EVENT_END = b"\n\n"
 KeyHeader = Literal["bearer", "x-api-key"]
 """Where the upstream key goes: ``Authorization: Bearer KEY`` or ``x-api-key: KEY``."""
 
@@ -163,9 +170,12 @@ class HttpEndpoint:
         body: bytes | Mapping[str, Any],
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None = None,
+        *,
+        plain_chunks: bool = False,
     ) -> OpenStream:
-        """POST ``body`` and hold the SSE answer open as ``SSEBatches`` (``async with``)."""
-        return OpenStream(self, body, parse, is_terminal)
+        """POST ``body`` and hold the SSE answer open as ``SSEBatches`` (``async with``);
+        ``plain_chunks``: a Chat stream, whose plain chunks are read from their bytes."""
+        return OpenStream(self, body, parse, is_terminal, plain_chunks=plain_chunks)
 
     @contextlib.asynccontextmanager
     async def stream_bytes(self, body: bytes) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -213,7 +223,7 @@ class OpenStream:
     most of a gateway's memory under many open streams.
     """
 
-    __slots__ = ("_batches", "_body", "_endpoint", "_is_terminal", "_parse", "_response")
+    __slots__ = ("_batches", "_body", "_endpoint", "_is_terminal", "_parse", "_plain_chunks", "_response")
 
     def __init__(
         self,
@@ -221,11 +231,14 @@ class OpenStream:
         body: bytes | Mapping[str, Any],
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None,
+        *,
+        plain_chunks: bool = False,
     ) -> None:
         self._endpoint = endpoint
         self._body: bytes | Mapping[str, Any] | None = body  # a mapping is serialized on entering
         self._parse = parse
         self._is_terminal = is_terminal
+        self._plain_chunks = plain_chunks
         self._response: aiohttp.ClientResponse | None = None
         self._batches: SSEBatches | None = None
 
@@ -239,7 +252,12 @@ class OpenStream:
         self._response = await endpoint.post(raw)
         del raw
         self._batches = SSEBatches(
-            self._response, endpoint.read_timeout, self._parse, self._is_terminal, endpoint.limits
+            self._response,
+            endpoint.read_timeout,
+            self._parse,
+            self._is_terminal,
+            endpoint.limits,
+            PlainContentFrames() if self._plain_chunks else None,
         )
         return self._batches
 
@@ -259,7 +277,8 @@ class OpenStream:
 class HttpBackend:
     """What every HTTP backend shares: one ``HttpEndpoint``, streaming from it and fetching
     whole answers, its check, its close. A kind says how its stream's ``data`` is parsed
-    (``parse_data``) and which object ends it (``is_terminal``; else ``[DONE]`` does)."""
+    (``parse_data``), which object ends it (``is_terminal``; else ``[DONE]`` does), and
+    whether its plain Chat chunks are read from their bytes (``plain_chunks``)."""
 
     native_compaction: NativeCompaction | None = None
     """The gateway compacts for a backend, unless the backend says it does (``Backend``)."""
@@ -270,15 +289,17 @@ class HttpBackend:
         *,
         parse_data: Callable[[str], JSON] = parse_json_object,
         is_terminal: Callable[[JSON], bool] | None = None,
+        plain_chunks: bool = False,
     ) -> None:
         self._endpoint = endpoint
         self._parse_data = parse_data
         self._is_terminal = is_terminal
+        self._plain_chunks = plain_chunks
         self.display_url = endpoint.display_url
 
     def stream(self, body: Mapping[str, Any]) -> OpenStream:
         # Neither the body nor its bytes outlive the opening of the stream (see OpenStream).
-        return self._endpoint.stream(body, self._parse_data, self._is_terminal)
+        return self._endpoint.stream(body, self._parse_data, self._is_terminal, plain_chunks=self._plain_chunks)
 
     async def fetch(self, body: Mapping[str, Any]) -> JSON:
         return await self._endpoint.post_for_json(orjson.dumps(body))
@@ -325,6 +346,11 @@ class SSEBatches:
     ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
     pool. A line, an event or a whole stream longer than ``limits`` allow raises
     ``UpstreamLimitError`` and drops what was held of it.
+
+    With ``frames`` (a Chat stream's ``PlainContentFrames``), each parsed object teaches
+    it the stream's shape of plain chunks, and whole frames of that shape, read while the
+    decoder is between events, come as ``PlainChunks`` (one for those that follow each
+    other in a read) instead of being decoded and parsed.
     """
 
     def __init__(
@@ -334,19 +360,21 @@ class SSEBatches:
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None = None,
         limits: UpstreamLimits | None = None,
+        frames: PlainContentFrames | None = None,
     ) -> None:
         self._response = response
         self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
         self._parse = parse
         self._is_terminal = is_terminal
+        self._frames = frames
         self.ended_cleanly = False
 
-    def __aiter__(self) -> AsyncIterator[list[JSON]]:
+    def __aiter__(self) -> AsyncIterator[list[StreamItem]]:
         return self._batches()
 
-    async def _batches(self) -> AsyncIterator[list[JSON]]:
-        limits = self._limits
+    async def _batches(self) -> AsyncIterator[list[StreamItem]]:
+        limits, frames = self._limits, self._frames
         decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
         too_long: SSELimitExceeded | None = None
         left = limits.max_stream_bytes
@@ -355,7 +383,10 @@ class SSEBatches:
                 left -= len(data)
                 if left < 0:
                     raise limits.stream_too_long_error()
-                batch = self._parse_all(decoder.feed_data(data))
+                if frames is not None:
+                    batch = self._read_frames(data, decoder, frames)
+                else:
+                    batch = self._parse_all(decoder.feed_data(data))
                 if batch:
                     yield batch
                 if self.ended_cleanly:
@@ -374,18 +405,50 @@ class SSEBatches:
             too_long.__traceback__ = None
             raise limits.stream_error(too_long)
 
-    def _parse_all(self, payloads: list[str]) -> list[JSON]:
+    def _read_frames(self, data: bytes, decoder: SSEDecoder, frames: PlainContentFrames) -> list[StreamItem]:
+        """One read, frame by frame: the frames of the learned shape that follow each other,
+        met while the decoder is between events, as one ``PlainChunks``; every other byte
+        through the decoder. Bytes that end with a blank line leave the decoder between
+        events, so a read that begins inside an event is decoded up to the first blank
+        line and read frame by frame from there."""
+        batch: list[StreamItem] = []
+        start, size = 0, len(data)
+        if not decoder.idle:
+            start = data.find(_EVENT_END) + 2
+            if start < 2:
+                return self._parse_all(decoder.feed_data(data))
+            batch = self._parse_all(decoder.feed_data(data[:start]))
+        limits = self._limits
+        longest = min(limits.max_line_bytes, limits.max_event_bytes)  # a longer frame: the decoder says so
+        while start < size and not self.ended_cleanly:
+            texts, end = frames.read_run(data, start, longest)
+            if texts:
+                batch.append(PlainChunks("".join(texts), data if end - start == size else data[start:end]))
+                start = end
+                continue
+            end = data.find(_EVENT_END, start) + 2
+            if end < 2:
+                break
+            batch += self._parse_all(decoder.feed_data(data[start:end]))
+            start = end
+        if start < size and not self.ended_cleanly:
+            batch += self._parse_all(decoder.feed_data(data[start:]))
+        return batch
+
+    def _parse_all(self, payloads: list[str]) -> list[StreamItem]:
         """The objects the ``data`` of these events hold, up to the stream's end marker."""
-        batch: list[JSON] = []
+        batch: list[StreamItem] = []
         if self.ended_cleanly:
             return batch
-        parse, is_terminal = self._parse, self._is_terminal
+        parse, is_terminal, frames = self._parse, self._is_terminal, self._frames
         for data in payloads:
             if data == "[DONE]":
                 self.ended_cleanly = True
                 break
             parsed = parse(data)
             batch.append(parsed)
+            if frames is not None:
+                frames.learn(data, parsed)
             if is_terminal is not None and is_terminal(parsed):
                 self.ended_cleanly = True
                 break

@@ -27,7 +27,7 @@ from tests.support.messages_upstream import (
 )
 from tests.translate.chat.shapes import COLLABORATION, FUNCTIONS_NAMESPACE, TOOLS
 from tests.translate.sdk import sdk_event, without_parsed
-from toolwire.protocol import parse_request
+from toolwire.protocol import PlainChunks, parse_request
 from toolwire.translate import (
     MESSAGES_PRESETS,
     MessagesStreamTranslator,
@@ -224,3 +224,13 @@ def test_an_error_event_fails_with_its_message(error: JSON, code: str) -> None:
     assert response["status"] == "failed"
     assert response["error"] == {"code": code, "message": error["message"]}
     assert [e["type"] for e in out].count("error") == 1
+
+
+def test_plain_chunks_are_read_one_by_one() -> None:
+    """A wire with no plain chunks of its own reads any ``PlainChunks`` it is handed as the
+    objects they hold, one by one."""
+    events = events_of(Answer([Said("Hello there.")]))
+    one_by_one, translator = machine(), machine()
+    expected = one_by_one.start() + [e for event in events for e in one_by_one.feed(event)]
+    together = translator.start() + translator.feed(PlainChunks("", b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)))
+    assert together == expected and translator.response == one_by_one.response

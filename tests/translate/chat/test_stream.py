@@ -37,7 +37,7 @@ from openai._models import validate_type
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import Response
 
-from toolwire.protocol import TERMINAL_EVENT_TYPES, encode_event, parse_request
+from toolwire.protocol import TERMINAL_EVENT_TYPES, PlainChunks, encode_event, parse_request
 from toolwire.tools import ToolCatalog
 from toolwire.translate import ChatStreamTranslator, UpstreamToolTable, open_reasoning
 from toolwire.translate.chat import stream as chat_stream
@@ -1604,7 +1604,7 @@ def on_both_paths(chunks: list[JSON], body: JSON = BODY) -> tuple[Run, Run]:
     """``chunks`` read as the translator reads them, and with every chunk read in full."""
     short = run(chunks, body)
     full_path = pytest.MonkeyPatch()
-    full_path.setattr(chat_stream, "_plain_text", lambda chunk: None)
+    full_path.setattr(chat_stream, "plain_content", lambda chunk: None)
     try:
         full = run(chunks, body)
     finally:
@@ -1670,3 +1670,41 @@ def test_a_delta_or_a_finish_reason_of_the_wrong_type_says_nothing() -> None:
     cut = run([chunk(content="hi"), odd], end=None)
     cut.events.extend(cut.translator.finish(ended_cleanly=False))
     assert cut.translator.response["status"] == "failed"
+
+
+def plain_chunks(*chunks: JSON) -> PlainChunks:
+    """``chunks`` as the Chat backend hands on plain chunks that came in one read."""
+    text = "".join(c["choices"][0]["delta"]["content"] for c in chunks)
+    return PlainChunks(text, b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks))
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["a message open", "nothing open yet"])
+def test_plain_chunks_that_pass_are_one_text_delta(opened: bool) -> None:
+    """Once the answer's text has begun; before, whether a ``<think>`` block leads is yet to
+    be seen, and they are read one by one."""
+    before = [chunk(role="assistant", content="Hi")] if opened else []
+    words = [chunk(content=" there"), chunk(content=", how"), chunk(content=" are you?")]
+    one_by_one = run([*before, *words, finish("stop")])
+    together = make_translator()
+    events = together.start() + [e for c in before for e in together.feed(c)] + together.feed(plain_chunks(*words))
+    events += together.feed(finish("stop")) + together.finish()
+    deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert deltas == (["Hi", " there, how are you?"] if opened else [" there", ", how", " are you?"])
+    assert together.response["output"] == one_by_one.response["output"]
+    verify([dict(e) for e in events])
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["Let me check. ", "<tool_call>", '{"name": "get_weather", "arguments": {"city": "Oslo"}}', "</tool_call>"],
+        ["<think>", "hm", "</think>", "Hi"],
+    ],
+    ids=["a call written in the text", "think tags"],
+)
+def test_plain_chunks_that_do_not_pass_are_read_one_by_one(words: list[str]) -> None:
+    chunks = [chunk(content=word) for word in words]
+    one_by_one = run([*chunks, finish("stop")])
+    together = run([plain_chunks(*chunks), finish("stop")])  # type: ignore[list-item]
+    assert together.events == one_by_one.events
+    assert together.translator.conversions == one_by_one.translator.conversions

@@ -14,7 +14,7 @@ from openai import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 
 from tests.support.responses_upstream import answer, custom_call, function_call, message
-from toolwire.protocol import TERMINAL_EVENT_TYPES
+from toolwire.protocol import TERMINAL_EVENT_TYPES, PlainChunks
 from toolwire.translate import ResponsesCapabilities, ResponsesStreamRestorer
 
 from ..sdk import sdk_event, without_parsed
@@ -295,3 +295,12 @@ def test_restore_response_for_a_non_streaming_answer() -> None:
     assert restored["model"] == "gpt-5.6-terra" and restored["usage"] == final["usage"]
     assert final["output"][0]["type"] == "function_call"  # the backend's object is not modified
     assert restorer.conversions == ["custom exec restored", "namespace functions restored"]
+
+
+def test_plain_chunks_are_read_one_by_one() -> None:
+    """A Responses backend sends no Chat chunks; ``PlainChunks`` handed to the restorer
+    anyway are read as the objects they hold, one by one."""
+    events = list(answer([message("Hello there.")]).events)
+    expected, _ = restore(TERRA, events, finish=False)
+    restorer = ResponsesStreamRestorer(downgrade(TERRA, V1_ONLY), response_id="resp_gateway", created_at=1, model=TERRA["model"])
+    assert restorer.feed(PlainChunks("", b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events))) == expected

@@ -1,7 +1,9 @@
 """``ChatStreamTranslator``: Chat Completions chunks in, Responses stream events out.
 
 One translator serves one response. ``start()`` gives ``response.created`` and
-``response.in_progress``; ``feed(chunk)`` takes one parsed upstream chunk;
+``response.in_progress``; ``feed(chunk)`` takes one parsed upstream chunk, or the
+``PlainChunks`` the upstream's reader read from their bytes (their text one delta when it
+passes as it is, else each chunk read in full);
 ``finish()`` is the upstream's end (``[DONE]`` or EOF); ``fail(message)`` is a
 transport error. Each returns the events to send, numbered 0, 1, 2, ... across the
 whole stream, and exactly one terminal event ends it (``response.completed``,
@@ -44,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolwire.protocol import ResponsesRequest
+from toolwire.protocol import PlainChunks, ResponsesRequest, plain_content
 from toolwire.tools import ToolKind
 
 from .._calls import CLOSED, LIVE, WAITING, CallFragment, ItemStatus, OpenCall
@@ -74,30 +76,6 @@ __all__ = ["ChatStreamTranslator"]
 
 JSON = dict[str, Any]
 _PartType = Literal["output_text", "refusal"]
-
-
-_PLAIN_DELTA_KEYS = frozenset({"content", "role"})
-
-
-def _plain_text(chunk: JSON) -> str | None:
-    """The content of a chunk that says nothing but that (one choice, no finish reason,
-    no usage, no error, a delta of content and at most its role); else None, and the
-    chunk is read in full."""
-    choices = chunk.get("choices")
-    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
-        return None
-    if "error" in chunk or chunk.get("object") == "error":
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason") is not None:
-        return None
-    delta = choice.get("delta")
-    if type(delta) is not dict:
-        return None
-    content = delta.get("content")
-    if type(content) is not str or not content or not _PLAIN_DELTA_KEYS.issuperset(delta):
-        return None
-    return content
 
 
 # ---------------------------------------------------------------- open items
@@ -145,7 +123,7 @@ class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
 
     def _read(self, chunk: JSON) -> None:
         """One upstream chunk (or in-stream ``{"error": ...}`` object)."""
-        text = _plain_text(chunk)
+        text = plain_content(chunk)
         if text is not None and self._passes(text):
             self._text_delta(text)  # nearly every chunk of an answer: its next few characters
             return
@@ -156,6 +134,15 @@ class ChatStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenReasoning]):
             return
         for signal in self._signals(chunk):
             self._apply(signal)
+
+    def _read_plain(self, chunks: PlainChunks) -> None:
+        """Plain chunks read from their bytes, as one piece of text when it passes as it
+        is (the same text as theirs one by one, in fewer deltas), else one by one."""
+        if self._passes(chunks.text):
+            self._text_delta(chunks.text)
+        else:
+            for chunk in chunks.objects():
+                self._read(chunk)
 
     # ------------------------------------------------------------ the wire's ending and usage
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from toolwire.protocol import TERMINAL_EVENT_TYPES
+from toolwire.protocol import TERMINAL_EVENT_TYPES, PlainChunks, StreamItem
 from toolwire.tools import ToolKind
 
 from .._echo import complete_response
@@ -94,10 +94,14 @@ class ResponsesStreamRestorer(WrittenAnswer):
 
     # ------------------------------------------------------------ public API
 
-    def feed(self, event: JSON) -> list[JSON]:
-        """The events to send for one backend event."""
+    def feed(self, item: StreamItem) -> list[JSON]:
+        """The events to send for one backend event (Chat chunks, which a Responses backend
+        never sends, are read one by one)."""
+        if isinstance(item, PlainChunks):
+            return [event for chunk in item.objects() for event in self.feed(chunk)]
         if self.finished:
             return []
+        event = item
         kind = event.get("type")
         if kind in ("response.output_item.added", "response.output_item.done"):
             self._on_item(event)

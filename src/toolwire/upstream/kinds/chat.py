@@ -52,7 +52,7 @@ class ChatBackend(HttpBackend):
     """A Chat Completions server over HTTP."""
 
     def __init__(self, endpoint: HttpEndpoint, profile: BackendProfile) -> None:
-        super().__init__(endpoint)
+        super().__init__(endpoint, plain_chunks=True)
         self.profile = profile
 
     def prepare(

@@ -60,7 +60,7 @@ class MockBackend:
 
     @contextlib.asynccontextmanager
     async def stream(self, body: JSON) -> AsyncIterator[StreamBatches]:
-        yield ListBatches([_chunks(body)])
+        yield ListBatches([list(_chunks(body))])
 
     async def fetch(self, body: JSON) -> dict[str, Any]:
         request = body

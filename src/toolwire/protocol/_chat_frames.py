@@ -1,0 +1,174 @@
+"""Chat chunks that say nothing but the answer's next text, read from their bytes.
+
+Nearly every chunk of a streamed answer is the same object with a different piece of
+text: ``{"id":...,"choices":[{"index":0,"delta":{"content":"..."},...}]}``. Within one
+stream a server writes that object with the same bytes every time, but for the text's
+JSON string. ``PlainContentFrames`` learns those bytes from one such chunk that was
+decoded and parsed in full (the SSE frame before and after the string), and from then
+on reads a frame of the same shape with no SSE decoding and no JSON parsing but that of
+the string itself. Such chunks that come in one read, one after another, are handed on
+together as ``PlainChunks``: their text is one piece of the answer.
+
+Reading a frame this way gives exactly what the full path would, because:
+
+* the learned bytes hold the key ``"content":`` exactly once, and a parse of them with
+  another string in its place gives a plain chunk whose content is that string (checked
+  when learning: the string found really is the delta's content, whatever else the
+  chunk holds or however it spells its keys);
+* a frame is read only if it is those bytes around one whole JSON string (``orjson``
+  parses it alone, with nothing after it), so the JSON around it tokenizes as it did;
+* the frame is ``data: `` and one line, ended by a blank line, with no CR or LF inside,
+  and the SSE decoder is between events when it comes (``SSEDecoder.idle``): the
+  decoder would have given exactly the frame's line as the event's data.
+
+Anything else (another shape, an escape the string cannot hold, invalid UTF-8, a frame
+split across reads) takes the full path, which stays the reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+__all__ = ["PlainChunks", "PlainContentFrames", "StreamItem", "plain_content"]
+
+JSON = dict[str, Any]
+
+_CONTENT_KEY = b'"content":'
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_PROBE = "\x00toolwire-probe"
+_PROBE_LITERAL = orjson.dumps(_PROBE)
+_QUOTE = ord('"')
+_DATA_PREFIX = b"data: "
+_EVENT_END = b"\n\n"
+_MAX_LESSONS = 4
+"""Shapes one stream may teach: a server that changes its chunks' bytes every time (an
+ever-new field) stops costing a lesson per chunk."""
+
+
+def plain_content(chunk: JSON) -> str | None:
+    """The content of a chunk that says nothing but that, else None (read it in full).
+
+    Plain: one choice (index 0, no finish reason), no usage, no error, and a delta whose
+    ``content`` is a non-empty string and whose other fields are its ``role`` or null.
+    """
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None:
+        return None
+    if "error" in chunk or chunk.get("object") == "error":
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict:
+        return None
+    content = delta.get("content")
+    if type(content) is not str or not content:
+        return None
+    for key, value in delta.items():
+        if value is not None and key != "content" and key != "role":
+            return None
+    return content
+
+
+class PlainChunks:
+    """Plain chunks that came in one read, one after another, read from their frames:
+    ``text`` is their contents joined, ``frames`` their bytes, and ``objects()`` each
+    chunk parsed (to read them in full after all, or to record the upstream's traffic)."""
+
+    __slots__ = ("frames", "text")
+
+    def __init__(self, text: str, frames: bytes) -> None:
+        self.text = text
+        self.frames = frames
+
+    def objects(self) -> list[JSON]:
+        return [orjson.loads(frame[len(_DATA_PREFIX) :]) for frame in self.frames.split(_EVENT_END)[:-1]]
+
+    def __repr__(self) -> str:
+        return f"PlainChunks({self.text!r})"
+
+
+StreamItem = JSON | PlainChunks
+"""One object of an upstream's stream, as an answer translator is fed it: parsed, or plain
+Chat chunks read from their bytes."""
+
+
+class PlainContentFrames:
+    """One stream's shape of plain chunks: ``learn`` it from a parsed chunk, ``read``
+    frames of that shape."""
+
+    __slots__ = ("_data_head", "_data_tail", "_head", "_lessons", "_tail", "_width")
+
+    def __init__(self) -> None:
+        self._head = b""  # the frame up to the content's string ("" until learned)
+        self._tail = b""  # after it, to the blank line
+        self._width = 0  # len(head) + len(tail)
+        self._data_head = self._data_tail = "\n"  # the same, as a decoded event's data holds them
+        self._lessons = 0
+
+    @property
+    def learned(self) -> bool:
+        return bool(self._head)
+
+    def read_run(self, data: bytes, start: int, longest: int) -> tuple[list[str], int]:
+        """The contents of the frames of the learned shape that follow each other in
+        ``data`` from ``start`` (each at most ``longest`` bytes), and where they end."""
+        head, tail, width = self._head, self._tail, self._width
+        texts: list[str] = []
+        if not head:
+            return texts, start
+        find, loads = data.find, orjson.loads
+        while data.startswith(head, start):
+            end = find(_EVENT_END, start) + 2
+            if end - start <= width or end - start > longest or not data.endswith(tail, start, end):
+                break  # (no blank line after start: end is 1, and end - start <= width)
+            literal = data[start + len(head) : end - len(tail)]
+            if literal[0] != _QUOTE or literal[-1] != _QUOTE:
+                break  # a number, null, an object: a string is the only shape learned
+            try:
+                text = loads(literal)
+            except orjson.JSONDecodeError:
+                break  # invalid UTF-8, a control character, more than one string
+            if type(text) is not str or not text:
+                break
+            texts.append(text)
+            start = end
+        return texts, start
+
+    def learn(self, data: str, chunk: JSON) -> None:
+        """Take the shape of ``chunk``, parsed from ``data``, if it is plain and its bytes
+        can be read around its content's string; else keep the shape learned before.
+        After ``_MAX_LESSONS`` shapes, nothing more is learned."""
+        if self._lessons >= _MAX_LESSONS or (data.startswith(self._data_head) and data.endswith(self._data_tail)):
+            return  # (a frame of the learned shape that came split over reads teaches nothing new)
+        content = plain_content(chunk)
+        if content is None or "\n" in data or "\r" in data:
+            return
+        payload = data.encode("utf-8", "surrogatepass")
+        start = payload.find(_CONTENT_KEY)
+        if start < 0 or payload.find(_CONTENT_KEY, start + 1) >= 0:
+            return
+        start += len(_CONTENT_KEY)
+        while payload[start : start + 1] == b" ":
+            start += 1
+        found = _JSON_STRING.match(payload, start)
+        if found is None:
+            return
+        end = found.end()
+        head, tail = payload[:start], payload[end:]
+        try:
+            if orjson.loads(found.group()) != content:
+                return
+            probe = orjson.loads(head + _PROBE_LITERAL + tail)
+        except orjson.JSONDecodeError:
+            return
+        if type(probe) is not dict or plain_content(probe) != _PROBE:
+            return
+        self._data_head, self._data_tail = head.decode(), tail.decode()
+        self._head, self._tail = _DATA_PREFIX + head, tail + _EVENT_END
+        self._width = len(self._head) + len(self._tail)
+        self._lessons += 1

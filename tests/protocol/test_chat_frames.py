@@ -1,0 +1,212 @@
+"""PlainContentFrames: a stream's plain chunks learned from one parsed chunk and read from
+their bytes; what makes a chunk plain; PlainChunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from toolwire.protocol import PlainChunks, PlainContentFrames, plain_content
+
+JSON = dict[str, Any]
+ENVELOPE: JSON = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
+NO_LIMIT = 2**20
+
+
+def chunk(content: Any, **delta: Any) -> JSON:
+    return {**ENVELOPE, "choices": [{"index": 0, "delta": {"content": content, **delta}, "finish_reason": None}]}
+
+
+def frame(made: JSON | bytes) -> bytes:
+    return b"data: " + (made if isinstance(made, bytes) else orjson.dumps(made)) + b"\n\n"
+
+
+def taught(made: JSON | bytes) -> PlainContentFrames:
+    """Frames that learned from ``made`` (a chunk, or its exact bytes)."""
+    data = made if isinstance(made, bytes) else orjson.dumps(made)
+    frames = PlainContentFrames()
+    frames.learn(data.decode(), orjson.loads(data))
+    return frames
+
+
+def read(frames: PlainContentFrames, data: bytes, longest: int = NO_LIMIT) -> tuple[list[str], int]:
+    return frames.read_run(data, 0, longest)
+
+
+# ------------------------------------------------------------ plain_content
+
+
+@pytest.mark.parametrize(
+    ("made", "content"),
+    [
+        (chunk("Hi"), "Hi"),
+        (chunk("Hi", role="assistant"), "Hi"),
+        (chunk("Hi", reasoning_content=None, refusal=None, tool_calls=None), "Hi"),
+        ({"choices": [{"delta": {"content": "Hi"}}]}, "Hi"),  # no index: choice 0
+        (chunk(""), None),
+        (chunk(None), None),
+        (chunk(["Hi"]), None),
+        (chunk("Hi", reasoning_content="hm"), None),
+        (chunk("Hi", tool_calls=[]), None),
+        ({**chunk("Hi"), "usage": {"total_tokens": 1}}, None),
+        ({**chunk("Hi"), "usage": None}, "Hi"),
+        ({**chunk("Hi"), "error": None}, None),
+        ({**chunk("Hi"), "object": "error"}, None),
+        ({"choices": [{"index": 1, "delta": {"content": "Hi"}}]}, None),
+        ({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}, None),
+        ({"choices": [{"index": 0, "delta": {"content": "Hi"}}, {"index": 1, "delta": {"content": "Yo"}}]}, None),
+        ({"choices": []}, None),
+        ({"choices": "Hi"}, None),
+        ({"choices": ["Hi"]}, None),
+        ({"choices": [{"index": 0, "delta": "Hi"}]}, None),
+        ({}, None),
+    ],
+    ids=["content", "with its role", "with null fields", "no index", "empty", "null", "a list", "with reasoning",
+         "with an empty call list", "with usage", "with null usage", "with a null error", "an error object",
+         "another choice", "with a finish reason", "two choices", "no choice", "choices not a list",
+         "choice not an object", "delta not an object", "nothing"],
+)  # fmt: skip
+def test_what_a_plain_chunk_is(made: JSON, content: str | None) -> None:
+    assert plain_content(made) == content
+
+
+# ------------------------------------------------------------ learning and reading
+
+
+def test_frames_of_the_learned_shape_are_read_as_their_text() -> None:
+    frames = taught(chunk("Hi"))
+    assert frames.learned
+    data = frame(chunk(" there")) + frame(chunk(', "quoted" \\ and \u00e9\U0001f600')) + frame(chunk("\n"))
+    assert read(frames, data) == ([" there", ', "quoted" \\ and \u00e9\U0001f600', "\n"], len(data))
+
+
+def test_nothing_is_read_before_a_shape_is_learned() -> None:
+    frames = PlainContentFrames()
+    assert not frames.learned
+    assert read(frames, frame(chunk("Hi"))) == ([], 0)
+
+
+def test_reading_starts_where_it_is_told_and_stops_at_the_first_other_frame() -> None:
+    frames = taught(chunk("Hi"))
+    first, second, other = frame(chunk("a")), frame(chunk("b")), frame({**chunk("c"), "usage": {"total_tokens": 1}})
+    data = b": ping\n\n" + first + second + other + frame(chunk("d"))
+    assert frames.read_run(data, 8, NO_LIMIT) == (["a", "b"], 8 + len(first) + len(second))
+    assert frames.read_run(data, 0, NO_LIMIT) == ([], 0)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        frame(chunk("Hi", role="assistant")),  # another shape
+        frame({**chunk("Hi"), "id": "chatcmpl-2"}),
+        frame(chunk("")),  # nothing to say
+        frame(chunk(None)),
+        frame(chunk(1)),
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":"a","role":"assistant"},"finish_reason":null}]}'),  # two fields where one was
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":"a\xff"},"finish_reason":null}]}'),  # invalid UTF-8
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":"a\tb"},"finish_reason":null}]}'),  # a raw control character
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":"\\ud800"},"finish_reason":null}]}'),  # a lone surrogate
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":{"a":"b"}},"finish_reason":null}]}'),
+        frame(b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,'
+              b'"delta":{"content":"},"finish_reason":null}]}'),  # a lone quote
+        frame(chunk("Hi"))[:-1],  # no blank line
+        frame(chunk("Hi"))[:-2] + b"\r\n\r\n",
+        b"data:" + frame(chunk("Hi"))[6:],
+        b"event: x\n" + frame(chunk("Hi")),
+    ],
+    ids=["with its role", "another id", "empty", "null", "a number", "another field after it", "invalid UTF-8",
+         "a control character", "a lone surrogate", "an object", "a lone quote", "no blank line", "CRLF",
+         "no space", "an event name"],
+)  # fmt: skip
+def test_a_frame_of_another_shape_is_not_read(data: bytes) -> None:
+    assert read(taught(chunk("Hi")), data) == ([], 0)
+
+
+def test_a_frame_longer_than_the_limit_is_left_to_the_decoder() -> None:
+    frames = taught(chunk("Hi"))
+    data = frame(chunk("abc"))
+    assert read(frames, data, len(data)) == (["abc"], len(data))
+    assert read(frames, data, len(data) - 1) == ([], 0)
+
+
+def test_a_string_after_the_key_with_spaces_is_learned_with_them() -> None:
+    data = b'{"choices": [{"index": 0, "delta": {"content":  "Hi"}}]}'
+    frames = taught(data)
+    assert read(frames, frame(data.replace(b'"Hi"', b'"Yo \\"x\\""'))) == (['Yo "x"'], len(frame(data)) + 6)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        orjson.dumps({**chunk("Hi"), "usage": {"total_tokens": 1}}),  # not plain
+        b'{"choices":[{"index":0,"delta":{"content":"Hi"}}],\n"id":"x"}',  # more than one line
+        b'{"meta":{"content":"Hi"},"choices":[{"index":0,"delta":{"content":"Hi"}}]}',  # the key twice
+        # the delta's key spelled with an escape, and another "content" holding the same text:
+        b'{"meta":{"content":"Hi"},"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}',
+        b'{"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}',  # no key as the bytes spell it
+        b'{"choices":[{"index":0,"delta":{"content":"H\\u0069"}}]}',  # learned, but read back
+    ],
+    ids=["not plain", "two lines", "the key twice", "the key escaped, a look-alike beside it", "the key escaped",
+         "an escaped text"],
+)  # fmt: skip
+def test_what_teaches_no_shape(data: bytes) -> None:
+    frames = taught(data)
+    if frames.learned:  # an escape in the text it learned from: the shape still reads other texts
+        assert read(frames, frame(data.replace(b"H\\u0069", b"Yo"))) == (["Yo"], len(frame(data)) - 5)
+    else:
+        assert read(frames, frame(data)) == ([], 0)
+    assert frames.learned == data.endswith(b'"H\\u0069"}}]}')
+
+
+def test_the_text_found_must_be_the_content_parsed() -> None:
+    """Duplicate keys: the parse keeps the last, and the bytes hold another text first."""
+    data = b'{"choices":[{"index":0,"delta":{"content":"Hi","\\u0063ontent":"Yo"}}]}'
+    assert not taught(data).learned
+
+
+def test_a_shape_whose_string_is_not_the_content_is_not_learned() -> None:
+    """One ``"content":`` key, holding the content's text, but not where the parse reads
+    the content from: another key spelled with an escape comes after it."""
+    data = b'{"choices":[{"index":0,"delta":{"content":"Hi"}}],"x":{"content":"Hi"}}'
+    assert not taught(data).learned  # the key twice
+    data = b'{"x":{"content":"Hi"},"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}'
+    frames = taught(data)
+    assert not frames.learned  # the probe: replacing the string found changed "x", not the content
+
+
+def test_a_new_shape_replaces_the_old_and_lessons_are_bounded() -> None:
+    frames = taught(chunk("Hi"))
+    for n in range(2, 6):
+        made = {**chunk("Hi"), "id": f"chatcmpl-{n}"}
+        data = orjson.dumps(made)
+        frames.learn(data.decode(), made)
+        expected = ["Yo"] if n <= 4 else []  # four shapes at most
+        assert read(frames, frame({**chunk("Yo"), "id": f"chatcmpl-{n}"}))[0] == expected
+    assert read(frames, frame({**chunk("Yo"), "id": "chatcmpl-4"}))[0] == ["Yo"]
+
+
+def test_a_frame_of_the_known_shape_teaches_nothing_new() -> None:
+    frames = taught(chunk("Hi"))
+    for _ in range(6):  # frames split over reads come through the decoder: not a lesson each
+        made = chunk("Hi")
+        frames.learn(orjson.dumps(made).decode(), made)
+    made = {**chunk("Hi"), "id": "other"}
+    frames.learn(orjson.dumps(made).decode(), made)
+    assert read(frames, frame({**chunk("Yo"), "id": "other"}))[0] == ["Yo"]
+
+
+# ------------------------------------------------------------ PlainChunks
+
+
+def test_plain_chunks_give_back_every_chunk_parsed() -> None:
+    made = [chunk("a"), chunk("b", role="assistant")]
+    chunks = PlainChunks("ab", b"".join(frame(m) for m in made))
+    assert chunks.objects() == made
+    assert (chunks.text, repr(chunks)) == ("ab", "PlainChunks('ab')")
