@@ -43,6 +43,7 @@ _PROBE_LITERAL = orjson.dumps(_PROBE)
 _QUOTE = ord('"')
 _DATA_PREFIX = b"data: "
 _EVENT_END = b"\n\n"
+_LF = ord("\n")
 _MAX_LESSONS = 4
 """Shapes one stream may teach: a server that changes its chunks' bytes every time (an
 ever-new field) stops costing a lesson per chunk."""
@@ -121,12 +122,14 @@ class PlainContentFrames:
         texts: list[str] = []
         if not head:
             return texts, start
-        find, loads = data.find, orjson.loads
+        find, loads, head_size, tail_size = data.find, orjson.loads, len(head), len(tail)
         while data.startswith(head, start):
-            end = find(_EVENT_END, start) + 2
+            # The first LF: no JSON string holds one, so in a frame of the shape it is the
+            # first of the two that end it (the tail's). Found as one byte, it is found fast.
+            end = find(_LF, start) + 2
             if end - start <= width or end - start > longest or not data.endswith(tail, start, end):
-                break  # (no blank line after start: end is 1, and end - start <= width)
-            literal = data[start + len(head) : end - len(tail)]
+                break  # (no LF after start: end is 1, and end - start <= width)
+            literal = data[start + head_size : end - tail_size]
             if literal[0] != _QUOTE or literal[-1] != _QUOTE:
                 break  # a number, null, an object: a string is the only shape learned
             try:

@@ -21,7 +21,7 @@ from tests.upstream.raw_upstream import raw_upstream
 from toolwire.agent import ScriptedResponse, assistant_message
 from toolwire.config import ServerConfig, UpstreamConfig
 from toolwire.errors import UpstreamError, UpstreamProtocolError
-from toolwire.protocol import parse_request
+from toolwire.protocol import PlainChunks, parse_request
 from toolwire.upstream import Backend, BackendSetup, UpstreamLimits, backend_kind
 
 JSON = dict[str, Any]
@@ -359,3 +359,18 @@ async def test_a_responses_event_without_a_type_is_refused() -> None:
                 async for _ in batches:
                     pass
     assert refused.value.message == "Stream event is not a JSON object with a string 'type'."
+
+
+async def test_chat_reads_plain_text_chunks_from_their_bytes(upstream: ChatUpstream) -> None:
+    """Once one text chunk has taught the stream's shape, the next ones come as ``PlainChunks``."""
+    words = "one two three four five six seven eight"
+    upstream.enqueue(Text(words))
+    async with built("chat", upstream.base_url) as chat:
+        call = chat.prepare(parse_request(b'{"model": "m", "input": "hi", "stream": true}'), upstream_model="up-model",
+                            response_id="resp_1", created_at=1)  # fmt: skip
+        async with chat.stream(call.body) as batches:
+            items = [item async for batch in batches for item in batch]
+    assert any(isinstance(item, PlainChunks) for item in items)
+    texts = [item.text if isinstance(item, PlainChunks) else item["choices"][0]["delta"].get("content") or ""
+             for item in items if isinstance(item, PlainChunks) or item.get("choices")]  # fmt: skip
+    assert "".join(texts) == words
