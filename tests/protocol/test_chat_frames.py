@@ -129,11 +129,24 @@ def test_a_frame_of_another_shape_is_not_read(data: bytes) -> None:
     assert read(taught(chunk("Hi")), data) == ([], 0)
 
 
-def test_a_frame_longer_than_the_limit_is_left_to_the_decoder() -> None:
+@pytest.mark.parametrize("before", [b"", b": ping\n\n"], ids=["at the start", "after a comment"])
+def test_a_frame_longer_than_the_limit_is_left_to_the_decoder(before: bytes) -> None:
     frames = taught(chunk("Hi"))
-    data = frame(chunk("abc"))
-    assert read(frames, data, len(data)) == (["abc"], len(data))
-    assert read(frames, data, len(data) - 1) == ([], 0)
+    data = before + frame(chunk("abc"))
+    size = len(data) - len(before)
+    assert frames.read_run(data, len(before), size) == (["abc"], len(data))
+    assert frames.read_run(data, len(before), size - 1) == ([], len(before))
+
+
+@pytest.mark.parametrize("before", [b"", b": ping\n\n"], ids=["at the start", "after a comment"])
+def test_a_frame_with_nothing_where_the_string_goes_or_cut_short_is_not_read(before: bytes) -> None:
+    frames = taught(chunk("Hi"))
+    whole = frame(chunk("abc"))
+    string_at = whole.index(b'"abc"')
+    hollow = whole[:string_at] + whole[string_at + 5 :]
+    for data in (hollow, whole[:-1], whole[:-2], whole[: string_at + 2], whole[:string_at]):
+        assert frames.read_run(before + data, len(before), NO_LIMIT) == ([], len(before)), data
+    assert frames.read_run(before + whole + hollow, len(before), NO_LIMIT) == (["abc"], len(before + whole))
 
 
 def test_a_string_after_the_key_with_spaces_is_learned_with_them() -> None:

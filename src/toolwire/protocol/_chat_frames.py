@@ -28,6 +28,7 @@ split across reads) takes the full path, which stays the reference.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -37,10 +38,10 @@ __all__ = ["PlainChunks", "PlainContentFrames", "StreamItem", "plain_content"]
 JSON = dict[str, Any]
 
 _CONTENT_KEY = b'"content":'
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING_VALUE = re.compile(rb'[ \t]*"(?:[^"\\]|\\.)*"', re.DOTALL)
+"""A JSON string and the blanks before it."""
 _PROBE = "\x00toolwire-probe"
 _PROBE_LITERAL = orjson.dumps(_PROBE)
-_QUOTE = ord('"')
 _DATA_PREFIX = b"data: "
 _EVENT_END = b"\n\n"
 _LF = ord("\n")
@@ -98,46 +99,53 @@ StreamItem = JSON | PlainChunks
 Chat chunks read from their bytes."""
 
 
-class PlainContentFrames:
-    """One stream's shape of plain chunks: ``learn`` it from a parsed chunk, ``read``
-    frames of that shape."""
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A frame of the shape is ``head``, the content's JSON string, ``tail``; an event's
+    decoded data begins with ``data_head`` and ends with ``data_tail``."""
 
-    __slots__ = ("_data_head", "_data_tail", "_head", "_lessons", "_tail", "_width")
+    head: bytes
+    tail: bytes
+    data_head: str
+    data_tail: str
+
+
+class PlainContentFrames:
+    """One stream's shape of plain chunks: ``learn`` it from a parsed chunk, read runs of
+    frames of that shape (``read_run``)."""
+
+    __slots__ = ("_lessons", "_shape")
 
     def __init__(self) -> None:
-        self._head = b""  # the frame up to the content's string ("" until learned)
-        self._tail = b""  # after it, to the blank line
-        self._width = 0  # len(head) + len(tail)
-        self._data_head = self._data_tail = "\n"  # the same, as a decoded event's data holds them
+        self._shape: _Shape | None = None
         self._lessons = 0
 
     @property
     def learned(self) -> bool:
-        return bool(self._head)
+        return self._shape is not None
 
     def read_run(self, data: bytes, start: int, longest: int) -> tuple[list[str], int]:
         """The contents of the frames of the learned shape that follow each other in
         ``data`` from ``start`` (each at most ``longest`` bytes), and where they end."""
-        head, tail, width = self._head, self._tail, self._width
         texts: list[str] = []
-        if not head:
+        shape = self._shape
+        if shape is None:
             return texts, start
+        head, tail = shape.head, shape.tail
         find, loads, head_size, tail_size = data.find, orjson.loads, len(head), len(tail)
         while data.startswith(head, start):
             # The first LF: no JSON string holds one, so in a frame of the shape it is the
             # first of the two that end it (the tail's). Found as one byte, it is found fast.
             end = find(_LF, start) + 2
-            if end - start <= width or end - start > longest or not data.endswith(tail, start, end):
-                break  # (no LF after start: end is 1, and end - start <= width)
-            literal = data[start + head_size : end - tail_size]
-            if literal[0] != _QUOTE or literal[-1] != _QUOTE:
-                break  # a number, null, an object: a string is the only shape learned
+            string_end = end - tail_size
+            if string_end <= start + head_size or end - start > longest or not data.startswith(tail, string_end):
+                break  # (no LF after start: end is 1, string_end before the head's end)
             try:
-                text = loads(literal)
+                text = loads(data[start + head_size : string_end])
             except orjson.JSONDecodeError:
-                break  # invalid UTF-8, a control character, more than one string
+                break  # invalid UTF-8, a control character, more than one value
             if type(text) is not str or not text:
-                break
+                break  # a number, null, an object; or nothing to say
             texts.append(text)
             start = end
         return texts, start
@@ -145,24 +153,21 @@ class PlainContentFrames:
     def learn(self, data: str, chunk: JSON) -> None:
         """Take the shape of ``chunk``, parsed from ``data``, if it is plain and its bytes
         can be read around its content's string; else keep the shape learned before.
-        After ``_MAX_LESSONS`` shapes, nothing more is learned."""
-        if self._lessons >= _MAX_LESSONS or (data.startswith(self._data_head) and data.endswith(self._data_tail)):
+        After ``_MAX_LESSONS`` shapes, nothing more is learned. (A decoded event's data
+        holds no CR: the decoder reads one as a line end.)"""
+        shape = self._shape
+        if self._lessons >= _MAX_LESSONS or (
+            shape is not None and data.startswith(shape.data_head) and data.endswith(shape.data_tail)
+        ):
             return  # (a frame of the learned shape that came split over reads teaches nothing new)
         content = plain_content(chunk)
-        if content is None or "\n" in data or "\r" in data:
+        if content is None or "\n" in data:
             return
-        payload = data.encode("utf-8", "surrogatepass")
-        start = payload.find(_CONTENT_KEY)
-        if start < 0 or payload.find(_CONTENT_KEY, start + 1) >= 0:
-            return
-        start += len(_CONTENT_KEY)
-        while payload[start : start + 1] == b" ":
-            start += 1
-        found = _JSON_STRING.match(payload, start)
-        if found is None:
-            return
-        end = found.end()
-        head, tail = payload[:start], payload[end:]
+        before, key, rest = data.encode().partition(_CONTENT_KEY)
+        found = _STRING_VALUE.match(rest)
+        if found is None or _CONTENT_KEY in rest:
+            return  # (no key: nothing was found after it)
+        head, tail = before + key, rest[found.end() :]
         try:
             if orjson.loads(found.group()) != content:
                 return
@@ -171,7 +176,5 @@ class PlainContentFrames:
             return
         if type(probe) is not dict or plain_content(probe) != _PROBE:
             return
-        self._data_head, self._data_tail = head.decode(), tail.decode()
-        self._head, self._tail = _DATA_PREFIX + head, tail + _EVENT_END
-        self._width = len(self._head) + len(self._tail)
+        self._shape = _Shape(_DATA_PREFIX + head, tail + _EVENT_END, head.decode(), tail.decode())
         self._lessons += 1
