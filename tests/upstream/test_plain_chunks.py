@@ -179,6 +179,17 @@ def test_a_frame_of_the_shape_that_ends_an_event_begun_before_is_decoded_with_it
     assert_same_on_both_paths([learned + pending, after])
 
 
+def test_runs_of_plain_frames_are_read_wherever_they_are_in_a_read() -> None:
+    """Between other events, after a blank line, at the start and at the end of a read."""
+    learned = frames_of([openai_chunk({"content": "a"})], done=False)
+    run = frames_of([openai_chunk({"content": "b"}), openai_chunk({"content": "c"})], done=False)
+    other = frames_of([{**openai_chunk({"content": "d"}), "usage": {"total_tokens": 1}}], done=False)
+    batches = assert_same_on_both_paths([learned, b"\n\n" + run + other + run + b": ping\n\n" + run, run + b"data: [DONE]\n\n"])
+    kinds = [[type(item).__name__ for item in batch] for batch in batches]
+    assert kinds == [["dict"], ["PlainChunks", "dict", "PlainChunks", "PlainChunks"], ["PlainChunks"]]
+    assert [item.text for item in batches[1] if isinstance(item, PlainChunks)] == ["bc", "bc", "bc"]
+
+
 def test_a_frame_of_the_shape_over_the_event_limit_is_the_decoders_to_refuse() -> None:
     long_word = "x" * 600
     body = frames_of([openai_chunk({"content": "a"}), openai_chunk({"content": long_word})])

@@ -407,32 +407,24 @@ class SSEBatches:
 
     def _read_frames(self, data: bytes, decoder: SSEDecoder, frames: PlainContentFrames) -> list[StreamItem]:
         """One read, frame by frame: the frames of the learned shape that follow each other,
-        met while the decoder is between events, as one ``PlainChunks``; every other byte
-        through the decoder. Bytes that end with a blank line leave the decoder between
-        events, so a read that begins inside an event is decoded up to the first blank
-        line and read frame by frame from there."""
+        met while the decoder is between events, as one ``PlainChunks``; every other event
+        through the decoder, up to and with its blank line (after which the decoder is
+        between events again); what is left after the last blank line too."""
         batch: list[StreamItem] = []
-        start, size = 0, len(data)
-        if not decoder.idle:
-            start = data.find(_EVENT_END) + 2
-            if start < 2:
-                return self._parse_all(decoder.feed_data(data))
-            batch = self._parse_all(decoder.feed_data(data[:start]))
         limits = self._limits
         longest = min(limits.max_line_bytes, limits.max_event_bytes)  # a longer frame: the decoder says so
+        start, size = 0, len(data)
         while start < size and not self.ended_cleanly:
-            texts, end = frames.read_run(data, start, longest)
+            texts, end = frames.read_run(data, start, longest) if decoder.idle else ([], start)
             if texts:
-                batch.append(PlainChunks("".join(texts), data if end - start == size else data[start:end]))
-                start = end
-                continue
-            end = data.find(_EVENT_END, start) + 2
-            if end < 2:
-                break
-            batch += self._parse_all(decoder.feed_data(data[start:end]))
+                batch.append(PlainChunks("".join(texts), data[start:end]))
+            else:
+                end = data.find(_EVENT_END, start) + 2
+                if end < 2:
+                    batch += self._parse_all(decoder.feed_data(data[start:]))
+                    break
+                batch += self._parse_all(decoder.feed_data(data[start:end]))
             start = end
-        if start < size and not self.ended_cleanly:
-            batch += self._parse_all(decoder.feed_data(data[start:]))
         return batch
 
     def _parse_all(self, payloads: list[str]) -> list[StreamItem]:
