@@ -232,7 +232,7 @@ class OpenStream:
         parse: Callable[[str], JSON],
         is_terminal: Callable[[JSON], bool] | None,
         *,
-        plain_chunks: bool = False,
+        plain_chunks: bool,
     ) -> None:
         self._endpoint = endpoint
         self._body: bytes | Mapping[str, Any] | None = body  # a mapping is serialized on entering
