@@ -163,35 +163,29 @@ def test_a_string_after_the_key_with_spaces_is_learned_with_them() -> None:
         b'{"meta":{"content":"Hi"},"choices":[{"index":0,"delta":{"content":"Hi"}}]}',  # the key twice
         # the delta's key spelled with an escape, and another "content" holding the same text:
         b'{"meta":{"content":"Hi"},"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"Hi"}}],"x":{"content":"Hi"}}',  # the key twice, after
         b'{"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}',  # no key as the bytes spell it
-        b'{"choices":[{"index":0,"delta":{"content":"H\\u0069"}}]}',  # learned, but read back
     ],
-    ids=["not plain", "two lines", "the key twice", "the key escaped, a look-alike beside it", "the key escaped",
-         "an escaped text"],
+    ids=["not plain", "two lines", "the key twice", "the key escaped, a look-alike beside it", "the key twice, after",
+         "the key escaped"],
 )  # fmt: skip
 def test_what_teaches_no_shape(data: bytes) -> None:
     frames = taught(data)
-    if frames.learned:  # an escape in the text it learned from: the shape still reads other texts
-        assert read(frames, frame(data.replace(b"H\\u0069", b"Yo"))) == (["Yo"], len(frame(data)) - 5)
-    else:
-        assert read(frames, frame(data)) == ([], 0)
-    assert frames.learned == data.endswith(b'"H\\u0069"}}]}')
+    assert not frames.learned
+    assert read(frames, frame(data)) == ([], 0)
+
+
+def test_a_text_spelled_with_an_escape_teaches_the_shape_around_it() -> None:
+    data = b'{"choices":[{"index":0,"delta":{"content":"H\\u0069"}}]}'
+    frames = taught(data)
+    assert frames.learned
+    assert read(frames, frame(data.replace(b"H\\u0069", b"Yo"))) == (["Yo"], len(frame(data)) - 5)
 
 
 def test_the_text_found_must_be_the_content_parsed() -> None:
     """Duplicate keys: the parse keeps the last, and the bytes hold another text first."""
     data = b'{"choices":[{"index":0,"delta":{"content":"Hi","\\u0063ontent":"Yo"}}]}'
     assert not taught(data).learned
-
-
-def test_a_shape_whose_string_is_not_the_content_is_not_learned() -> None:
-    """One ``"content":`` key, holding the content's text, but not where the parse reads
-    the content from: another key spelled with an escape comes after it."""
-    data = b'{"choices":[{"index":0,"delta":{"content":"Hi"}}],"x":{"content":"Hi"}}'
-    assert not taught(data).learned  # the key twice
-    data = b'{"x":{"content":"Hi"},"choices":[{"index":0,"delta":{"\\u0063ontent":"Hi"}}]}'
-    frames = taught(data)
-    assert not frames.learned  # the probe: replacing the string found changed "x", not the content
 
 
 def test_a_new_shape_replaces_the_old_and_lessons_are_bounded() -> None:

@@ -15,8 +15,9 @@ Reading a frame this way gives exactly what the full path would, because:
   another string in its place gives a plain chunk whose content is that string (checked
   when learning: the string found really is the delta's content, whatever else the
   chunk holds or however it spells its keys);
-* a frame is read only if it is those bytes around one whole JSON string (``orjson``
-  parses it alone, with nothing after it), so the JSON around it tokenizes as it did;
+* a frame is read only if it is those bytes around one whole JSON string, blanks before
+  it allowed (``orjson`` parses it alone, with nothing after it), so the JSON around it
+  tokenizes as it did;
 * the frame is ``data: `` and one line, ended by a blank line, with no CR or LF inside,
   and the SSE decoder is between events when it comes (``SSEDecoder.idle``): the
   decoder would have given exactly the frame's line as the event's data.

@@ -33,7 +33,7 @@ JSON = dict[str, Any]
 
 class StreamBatches(Protocol):
     """A streamed answer, parsed: one list of objects per network read (a Chat stream's
-    plain chunks may come as ``ContentChunk``s, read from their bytes).
+    plain chunks may come as ``PlainChunks``, read from their bytes).
 
     Everything that arrived together is translated and sent on together; when the
     upstream trickles, a batch holds one object. Iterating raises ``UpstreamError``

@@ -368,6 +368,8 @@ class SSEBatches:
         self._parse = parse
         self._is_terminal = is_terminal
         self._frames = frames
+        # A frame longer than a line or an event may be is left to the decoder, which says so.
+        self._longest_frame = min(self._limits.max_line_bytes, self._limits.max_event_bytes)
         self.ended_cleanly = False
 
     def __aiter__(self) -> AsyncIterator[list[StreamItem]]:
@@ -411,9 +413,7 @@ class SSEBatches:
         through the decoder, up to and with its blank line (after which the decoder is
         between events again); what is left after the last blank line too."""
         batch: list[StreamItem] = []
-        limits = self._limits
-        longest = min(limits.max_line_bytes, limits.max_event_bytes)  # a longer frame: the decoder says so
-        start, size = 0, len(data)
+        longest, start, size = self._longest_frame, 0, len(data)
         while start < size and not self.ended_cleanly:
             texts, end = frames.read_run(data, start, longest) if decoder.idle else ([], start)
             if texts:
