@@ -154,3 +154,27 @@ def test_a_worker_that_dies_is_replaced(upstream: ChatUpstream, tmp_path: Path) 
         connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=20)
         assert b"response.completed" in stream_once(connection)
         connection.close()
+
+
+def test_a_gateway_process_logs_its_format_and_makes_records_without_what_it_does_not_print() -> None:
+    """``configure_logging``: the format's fields, and no caller, thread or process looked
+    up for a record (the format prints none of them)."""
+    script = (
+        "import logging\n"
+        "from toolwire.server._workers import configure_logging\n"
+        "configure_logging('info')\n"
+        "records = []\n"
+        "capture = logging.Handler()\n"
+        "capture.emit = records.append\n"
+        "logging.getLogger().addHandler(capture)\n"
+        "logging.getLogger('toolwire.exchange').info('%s', '{\"request_id\":\"resp_1\"}')\n"
+        "logging.getLogger('toolwire.exchange').debug('not at info')\n"
+        "(record,) = records\n"
+        "print(record.lineno, record.thread, record.process, record.processName)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["0", "None", "None", "None"]  # line 0: no caller looked up
+    (line,) = done.stderr.splitlines()
+    date, clock, rest = line.split(" ", 2)
+    assert time.strptime(f"{date} {clock.split(',')[0]}", "%Y-%m-%d %H:%M:%S") and len(clock.split(",")[1]) == 3
+    assert rest == 'INFO toolwire.exchange: {"request_id":"resp_1"}'

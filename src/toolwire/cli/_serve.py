@@ -151,7 +151,7 @@ def serve(
     from toolwire.server._capacity import capacity, raise_open_files_limit
     from toolwire.server._factory import MODEL_OVERRIDE_ENV
     from toolwire.server._settings import CONFIG_ENV
-    from toolwire.server._workers import LOG_FORMAT, reuse_port_supported, run_workers
+    from toolwire.server._workers import configure_logging, reuse_port_supported, run_workers
 
     try:
         file_config = load_config(config) if config is not None else GatewayConfig()
@@ -215,7 +215,7 @@ def serve(
         _fail(str(exc))
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
-    logging.basicConfig(level=log_level.value.upper(), format=LOG_FORMAT)
+    configure_logging(log_level.value)
     logging.getLogger("toolwire.server").info(
         "per process: at most %d client connections and %d streams (open files limit %d)",
         caps.max_connections, caps.max_streams, open_files,

@@ -7,7 +7,13 @@ from typing import Any
 import orjson
 import pytest
 
-from toolwire.server.observe._redact import REDACTED, Redactor, is_secret_field
+from toolwire.server.observe._redact import (
+    KEPT_TEXT_LENGTH,
+    KEPT_TEXTS,
+    REDACTED,
+    Redactor,
+    is_secret_field,
+)
 
 SECRET = "sk-upstream-secret-0123456789"
 
@@ -67,6 +73,37 @@ def test_values(value: Any, expected: Any) -> None:
 
 def test_longer_secrets_are_hidden_whole() -> None:
     assert Redactor(["abcdefgh", "abcdefgh-longer"]).text("x abcdefgh-longer y") == f"x {REDACTED} y"
+
+
+def test_a_text_redacted_again_is_redacted_the_same_from_what_was_kept() -> None:
+    redactor = Redactor([SECRET])
+    texts = [f"upstream said {SECRET}", "custom tool calls sent as function calls", "Bearer abcdefgh12345678"]
+    first = [redactor.text(t) for t in texts]
+    assert first == [f"upstream said {REDACTED}", "custom tool calls sent as function calls", f"Bearer {REDACTED}"]
+    assert [redactor.text(t) for t in texts] == first
+
+
+def test_the_kept_redactions_are_bounded_and_the_oldest_go_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    redactor = Redactor([SECRET])
+    redactions: list[str] = []
+    redact = redactor._redact_text
+    monkeypatch.setattr(redactor, "_redact_text", lambda text: redactions.append(text) or redact(text))
+    for n in range(KEPT_TEXTS + 1):
+        assert redactor.text(f"warning {n} {SECRET}") == f"warning {n} {REDACTED}"
+    assert len(redactor._texts) == KEPT_TEXTS
+    redactions.clear()
+    redactor.text(f"warning {KEPT_TEXTS} {SECRET}")  # the newest is kept
+    redactor.text(f"warning 1 {SECRET}")
+    assert redactions == []
+    assert redactor.text(f"warning 0 {SECRET}") == f"warning 0 {REDACTED}"  # the oldest was let go
+    assert redactions == [f"warning 0 {SECRET}"]
+
+
+def test_a_long_text_is_redacted_every_time_and_not_kept() -> None:
+    redactor = Redactor([SECRET])
+    text = SECRET + " " + "x" * KEPT_TEXT_LENGTH
+    assert redactor.text(text) == REDACTED + " " + "x" * KEPT_TEXT_LENGTH
+    assert redactor._texts == {}
 
 
 def test_clean_json_is_returned_as_it_is() -> None:

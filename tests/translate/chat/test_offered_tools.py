@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.translate.offered import FREEFORM, RAW_INPUT
@@ -64,6 +65,22 @@ def test_every_kind_of_declared_tool() -> None:
         "custom tool mcp.fmt wrapped as function",
         "client tool_search sent as a function",
     ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent_as_serialized"),
+    [(None, True), ("required", True), ({"type": "allowed_tools", "tools": [{"type": "tool_search"}]}, False)],
+    ids=["every tool", "every tool, one required", "a subset"],
+)
+def test_the_tools_go_upstream_as_serialized_once_when_all_are_sent(choice: Any, sent_as_serialized: bool) -> None:
+    body = {"input": "hi", "tools": DECLARED, **({"tool_choice": choice} if choice is not None else {})}
+    translated = translate(body)
+    wire = translated.wire_body()
+    assert orjson.dumps(wire) == orjson.dumps(translated.chat)
+    assert isinstance(wire["tools"], orjson.Fragment) is sent_as_serialized
+    assert isinstance(translated.chat["tools"], list)  # what is read stays readable
+    if sent_as_serialized:  # the very bytes kept with the declared tools, not serialized again
+        assert translate(body).serialized_tools is translated.serialized_tools is not None
 
 
 def test_allowed_tools_without_a_mode_sends_the_subset_as_auto() -> None:

@@ -4,7 +4,7 @@
 
 Always: the log line per request (``LogObserver``) and Prometheus metrics at
 ``/metrics`` (``MetricsObserver``). With ``server.capture_dir``: every exchange on disk
-(``CaptureObserver``). With ``server.inspector`` (the default): the web inspector at
+(``CaptureObserver``). With ``server.inspector`` (off by default): the web inspector at
 ``/ui`` (``RecentExchanges`` and its routes). The capture and the inspector record
 traffic; without them no exchange keeps its chunks and events.
 

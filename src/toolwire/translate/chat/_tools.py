@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+import orjson
+
 from toolwire.protocol import ChatTool
 from toolwire.tools import ToolCatalog, ToolName
 
@@ -33,13 +35,15 @@ class DeclaredTools:
 
     Kept with the catalog (``ToolCatalog.derived``), which requests that declare the same
     tools share: the table, the Chat tools list and its dicts are only read, and each
-    request gets its own copy of the list.
+    request gets its own copy of the list. ``chat_tools_json`` is the list serialized,
+    which a request sending all of it sends as it is (``TranslatedRequest.wire_body``).
     """
 
     table: UpstreamToolTable
     hosted_notes: Notes
     chat_tools: list[ChatTool]
     chat_tools_notes: Notes
+    chat_tools_json: bytes
 
     @classmethod
     def of(cls, catalog: ToolCatalog) -> DeclaredTools:
@@ -47,7 +51,7 @@ class DeclaredTools:
         hosted_notes, chat_tools_notes = Notes(), Notes()
         _note_hosted_tools(catalog, hosted_notes)
         chat_tools = chat_tools_for(table, None, chat_tools_notes)
-        return cls(table, hosted_notes, chat_tools, chat_tools_notes)
+        return cls(table, hosted_notes, chat_tools, chat_tools_notes, orjson.dumps(chat_tools))
 
 
 def _note_hosted_tools(catalog: ToolCatalog, notes: Notes) -> None:

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from toolwire.protocol import ChatRequest, ResponsesRequest
 
 from .._notes import Notes
@@ -55,15 +57,23 @@ class TranslatedRequest:
     conversions: list[str] = field(default_factory=list)
     serialized: SerializedMessages | None = None
     """What of ``chat``'s messages a kept history serialized already (``wire_body``)."""
+    serialized_tools: bytes | None = None
+    """``chat``'s ``tools`` as the declared tools' translation serialized them once, when
+    it sends all of them (``wire_body``)."""
 
     def wire_body(self) -> Mapping[str, Any]:
-        """``chat`` to serialize with orjson: the same JSON, the messages of a kept history
-        embedded as the bytes they were serialized to once (``orjson.Fragment``, each a run
-        of messages), so a long history is not serialized again with every turn. For
-        sending, not reading."""
-        if self.serialized is None:
+        """``chat`` to serialize with orjson: the same JSON, with what was serialized before
+        embedded as its bytes (``orjson.Fragment``): the messages of a kept history (each
+        run of them), so a long history is not serialized again with every turn, and the
+        tools a client declares with every request. For sending, not reading."""
+        if self.serialized is None and self.serialized_tools is None:
             return self.chat
-        return {**self.chat, "messages": self.serialized.for_the_wire(self.chat["messages"])}
+        body: dict[str, Any] = dict(self.chat)
+        if self.serialized is not None:
+            body["messages"] = self.serialized.for_the_wire(self.chat["messages"])
+        if self.serialized_tools is not None and "tools" in body:
+            body["tools"] = orjson.Fragment(self.serialized_tools)
+        return body
 
 
 def translate_request(
@@ -84,8 +94,10 @@ def translate_request(
     messages, serialized = build_messages(request, table, profile, notes)
     chat: ChatRequest = {"model": model if model is not None else request.model, "messages": messages}
     notes.extend(declared.hosted_notes)
+    serialized_tools: bytes | None = None
     if choice.allowed is None:
         tools = list(declared.chat_tools)
+        serialized_tools = declared.chat_tools_json
         notes.extend(declared.chat_tools_notes)
     else:
         tools = chat_tools_for(table, choice.allowed, notes)
@@ -98,4 +110,4 @@ def translate_request(
     elif choice.value not in (None, "auto", "none"):
         notes.warn("tool_choice not sent: no tool can be sent to this backend")
     add_generation_fields(chat, request, profile, notes)
-    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions(), serialized)
+    return TranslatedRequest(chat, table, notes.warnings(), notes.conversions(), serialized, serialized_tools)
