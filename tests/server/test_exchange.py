@@ -76,6 +76,16 @@ def test_plain_chunks_are_recorded_as_the_chunks_they_were() -> None:
     assert recorded.upstream_chunks == [{"a": 1}, {"b": "x"}, {"b": "y"}]
 
 
+def test_conversions_are_each_noted_once_in_the_order_first_noted() -> None:
+    exchange = Exchange("resp_1", b"{}")
+    exchange.conversions = ["namespace tools flattened", "custom tool calls sent as function calls"]
+    exchange.note_conversions([])
+    exchange.note_conversions(["custom apply_patch restored", "namespace tools flattened", "custom apply_patch restored"])
+    assert exchange.conversions == [
+        "namespace tools flattened", "custom tool calls sent as function calls", "custom apply_patch restored",
+    ]  # fmt: skip
+
+
 def test_every_failure_gets_a_status(caplog: pytest.LogCaptureFixture) -> None:
     ours = NotFoundError("gone")
     assert as_toolwire_error(ours) is ours

@@ -117,7 +117,7 @@ class Answer:
         if exchange.finished_at is not None:
             return
         if machine is not None:
-            exchange.conversions.extend(c for c in machine.conversions if c not in exchange.conversions)
+            exchange.note_conversions(machine.conversions)
             if machine.finished:
                 response = machine.response
                 exchange.finish(str(response.get("status")), response=response)

@@ -89,6 +89,11 @@ class Exchange:
             else:
                 self.upstream_chunks.append(chunk)
 
+    def note_conversions(self, conversions: list[str]) -> None:
+        """Add ``conversions`` to those noted, each listed once, in the order first noted."""
+        if conversions:
+            self.conversions = list(dict.fromkeys([*self.conversions, *conversions]))
+
     def note_events(self, events: list[Any]) -> None:
         if self.record_traffic:
             self.events.extend(events)

@@ -221,7 +221,7 @@ class ExchangePipeline:
         except Exception as exc:
             await answer.error(exc)
             return None
-        exchange.conversions.extend(c for c in machine.conversions if c not in exchange.conversions)
+        exchange.note_conversions(machine.conversions)
         await answer.response(response)
         return None
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -19,6 +21,7 @@ from tests.support.observed import (
 )
 from toolwire.protocol import KNOWN_HISTORIES, parse_request
 from toolwire.server._exchange import Exchange
+from toolwire.server.observe import _metrics as metrics_module
 from toolwire.server.observe._metrics import (
     OTHER,
     BoundedLabel,
@@ -310,3 +313,46 @@ def test_a_whole_response_is_counted_by_how_it_ended(upstream: ChatUpstream) -> 
         found = samples(client.get("/metrics").text)
     assert answer.json()["status"] == "incomplete"
     assert value(found, "toolwire_requests_total", model="m", upstream="local", status="200", outcome="incomplete") == 1
+
+
+def counted(found: dict[tuple[str, frozenset[tuple[str, str]]], float]) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """What an observer counts of its exchanges in a scrape: its counters' totals and its
+    histograms' counts (not the sums of times, nor what the process counts)."""
+    return {
+        key: count for key, count in found.items()
+        if key[0].startswith("toolwire_") and key[0].endswith(("_total", "_count"))
+        and not key[0].startswith(("toolwire_history_", "toolwire_limits_"))
+    }  # fmt: skip
+
+
+KINDS = [
+    {},
+    {"model": "other-model", "usage": {"input_tokens": 5, "output_tokens": 2}},
+    {"key_name": "alice", "usage": {"input_tokens": 3, "output_tokens_details": {"reasoning_tokens": 1}}},
+    {"outcome": "error", "status": 502, "error": "down", "error_kind": "UpstreamError"},
+    {"conversions": ["custom apply_patch restored"], "tool_calls": [("custom_tool_call", "apply_patch", None)]},
+    {"stream": True, "first_token_at": 0.0, "conversions": ["namespace tools flattened", "custom apply_patch restored"]},
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.one_of(st.integers(0, len(KINDS) - 1), st.just("scrape")), max_size=40),
+       most_tallies=st.integers(1, 4))  # fmt: skip
+def test_counts_are_exact_however_exchanges_and_scrapes_interleave(
+    steps: list[int | str], most_tallies: int
+) -> None:
+    """Exchanges alike are tallied until a scrape (or more kinds than the tallies' bound)
+    adds them to the metrics: a scrape at any point shows exactly what one increment per
+    exchange would."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics_module, "_MAX_TALLIES", most_tallies)
+        tallied, reference = MetricsObserver(), MetricsObserver()
+        for n, step in enumerate([*steps, "scrape"]):
+            if step == "scrape":
+                assert counted(scrape(tallied)) == counted(scrape(reference))
+                continue
+            assert isinstance(step, int)
+            fields = dict(KINDS[step])
+            tallied.finished(exchange(f"resp_{n}", **fields))
+            reference.finished(exchange(f"resp_{n}", **fields))
+            scrape(reference)  # the reference adds each exchange at once

@@ -51,7 +51,7 @@ answered it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypeVar, cast
 
 from prometheus_client import (
@@ -126,7 +126,9 @@ class MetricsObserver:
         self._error_kind = BoundedLabel(max_label_values)
         self._key = BoundedLabel(max_label_values)
         self._in_progress: dict[str, Exchange] = {}
+        self._tallies: dict[tuple[object, ...], _Tally] = {}
         r = self.registry
+        r.register(_Flush(self.flush))  # first: every collection of the registry counts what is pending
         self.requests = Counter(
             "toolwire_requests", "Requests to /v1/responses by how they ended.",
             ["model", "upstream", "status", "outcome"], registry=r,
@@ -175,30 +177,71 @@ class MetricsObserver:
         self._in_progress[exchange.request_id] = exchange
 
     def finished(self, exchange: Exchange) -> None:
+        """Count ``exchange``. Exchanges alike (the same labels everywhere) share a ``_Tally``,
+        which counts them until the next collection of the registry (``flush``): one
+        exchange costs a few additions, not a dozen label look-ups and locked increments."""
         self._in_progress.pop(exchange.request_id, None)
+        alike = (
+            exchange.model, exchange.upstream, exchange.status, exchange.outcome, exchange.error_kind,
+            exchange.key_name, tuple(exchange.tool_calls), tuple(exchange.conversions),
+        )
+        tally = self._tallies.get(alike)
+        if tally is None:
+            if len(self._tallies) >= _MAX_TALLIES:
+                self.flush()
+                self._tallies.clear()
+            tally = self._tallies[alike] = self._tally(exchange)
+        tally.exchanges += 1
+        if exchange.latency is not None:
+            tally.duration.observe(exchange.latency)
+        if exchange.stream and exchange.time_to_first_token is not None:
+            tally.time_to_first_token.observe(exchange.time_to_first_token)
+        if exchange.usage:
+            tokens = tally.tokens
+            for token_kind, count in _token_counts(exchange.usage):
+                tokens[token_kind] = tokens.get(token_kind, 0) + count
+
+    def flush(self) -> None:
+        """Add what the tallies counted since the last flush to the registry's metrics."""
+        for tally in self._tallies.values():
+            if tally.exchanges:
+                for counter in tally.counters:
+                    counter.inc(tally.exchanges)
+                tally.exchanges = 0
+            if tally.tokens:
+                for token_kind, count in tally.tokens.items():
+                    for counter in tally.token_counters(token_kind):
+                        counter.inc(count)
+                tally.tokens.clear()
+
+    def _tally(self, exchange: Exchange) -> _Tally:
+        """The metrics an exchange like ``exchange`` counts in, its labels bounded now."""
         model, upstream = self._model(exchange.model), exchange.upstream or ""
         labelled = self._labelled
-        labelled(self.requests, model, upstream, str(exchange.status), exchange.outcome).inc()
-        if exchange.latency is not None:
-            labelled(self.duration, model, upstream).observe(exchange.latency)
-        if exchange.stream and exchange.time_to_first_token is not None:
-            labelled(self.time_to_first_token, model, upstream).observe(exchange.time_to_first_token)
+        counters = [labelled(self.requests, model, upstream, str(exchange.status), exchange.outcome)]
         kind = upstream_error_kind(exchange)
         if kind is not None:
-            labelled(self.upstream_errors, upstream, self._error_kind(kind)).inc()
-        if exchange.usage:
-            for token_kind, count in _token_counts(exchange.usage):
-                labelled(self.tokens, model, upstream, token_kind).inc(count)
+            counters.append(labelled(self.upstream_errors, upstream, self._error_kind(kind)))
+        key = None
         if exchange.key_name is not None:
             key = self._key(exchange.key_name)
-            labelled(self.key_requests, key, model, str(exchange.status)).inc()
-            for token_kind, count in _token_counts(exchange.usage or {}):
-                labelled(self.key_tokens, key, model, token_kind).inc(count)
+            counters.append(labelled(self.key_requests, key, model, str(exchange.status)))
         for call in exchange.tool_calls:
             tool = call.name if call.namespace is None else f"{call.namespace}.{call.name}"
-            labelled(self.tool_calls, upstream, call.type, self._tool(tool)).inc()
+            counters.append(labelled(self.tool_calls, upstream, call.type, self._tool(tool)))
         for conversion in exchange.conversions:
-            labelled(self.conversions, upstream, self._conversion(conversion)).inc()
+            counters.append(labelled(self.conversions, upstream, self._conversion(conversion)))
+
+        def token_counters(token_kind: str) -> list[Counter]:
+            found = [labelled(self.tokens, model, upstream, token_kind)]
+            if key is not None:
+                found.append(labelled(self.key_tokens, key, model, token_kind))
+            return found
+
+        return _Tally(
+            counters, token_counters,
+            labelled(self.duration, model, upstream), labelled(self.time_to_first_token, model, upstream),
+        )  # fmt: skip
 
     def _labelled(self, metric: _Metric, *values: str) -> _Metric:
         """``metric.labels(*values)``, looked up in a dict: ``labels`` validates the values
@@ -219,6 +262,47 @@ class MetricsObserver:
             return Response(encoder(self.registry), headers={"content-type": content_type})
 
         return Route("/metrics", metrics, methods=["GET"])
+
+
+_MAX_TALLIES = 1024
+"""Kinds of exchange tallied at once; one more adds every tally to the metrics and starts again."""
+
+
+class _Tally:
+    """Exchanges alike, counted since the last flush: ``exchanges`` adds to each of the
+    ``counters``, ``tokens`` (by kind) to each of ``token_counters(kind)``; their latencies
+    go to the histograms at once."""
+
+    __slots__ = ("counters", "duration", "exchanges", "time_to_first_token", "token_counters", "tokens")
+
+    def __init__(
+        self,
+        counters: list[Counter],
+        token_counters: Callable[[str], list[Counter]],
+        duration: Histogram,
+        time_to_first_token: Histogram,
+    ) -> None:
+        self.counters = counters
+        self.token_counters = token_counters
+        self.duration = duration
+        self.time_to_first_token = time_to_first_token
+        self.exchanges = 0
+        self.tokens: dict[str, int] = {}
+
+
+class _Flush(Collector):
+    """Collected first in an observer's registry: it adds what is tallied to the metrics,
+    and yields nothing itself."""
+
+    def __init__(self, flush: Callable[[], None]) -> None:
+        self._flush = flush
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        self._flush()
+        return iter(())
 
 
 def _token_counts(usage: dict[str, object]) -> Iterator[tuple[str, int]]:
