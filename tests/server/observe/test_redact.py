@@ -83,7 +83,7 @@ def test_a_text_redacted_again_is_redacted_the_same_from_what_was_kept() -> None
     assert [redactor.text(t) for t in texts] == first
 
 
-def test_the_kept_redactions_are_bounded_and_the_oldest_go_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kept_redactions_are_bounded_and_the_least_recently_used_go_first(monkeypatch: pytest.MonkeyPatch) -> None:
     redactor = Redactor([SECRET])
     redactions: list[str] = []
     redact = redactor._redact_text
@@ -97,13 +97,16 @@ def test_the_kept_redactions_are_bounded_and_the_oldest_go_first(monkeypatch: py
     assert redactions == []
     assert redactor.text(f"warning 0 {SECRET}") == f"warning 0 {REDACTED}"  # the oldest was let go
     assert redactions == [f"warning 0 {SECRET}"]
+    redactor.text(f"warning 1 {SECRET}")  # used again just before: still kept
+    redactor.text(f"warning 2 {SECRET}")  # the least recently used: let go for warning 0
+    assert redactions == [f"warning 0 {SECRET}", f"warning 2 {SECRET}"]
 
 
 def test_a_long_text_is_redacted_every_time_and_not_kept() -> None:
     redactor = Redactor([SECRET])
     text = SECRET + " " + "x" * KEPT_TEXT_LENGTH
     assert redactor.text(text) == REDACTED + " " + "x" * KEPT_TEXT_LENGTH
-    assert redactor._texts == {}
+    assert len(redactor._texts) == 0
 
 
 def test_clean_json_is_returned_as_it_is() -> None:
