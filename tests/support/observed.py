@@ -69,3 +69,10 @@ def exchange(request_id: str = "resp_1", **fields: Any) -> Exchange:
     if tool_calls:
         made.tool_calls = [ToolCallSummary(*call) for call in tool_calls]
     return made
+
+
+def same_size(request_id: str) -> Exchange:
+    """An exchange whose record is as long as every other one's (the same times)."""
+    made = exchange(request_id)
+    made.received_at, made.started_at, made.finished_at = 1_700_000_000.0, 10.0, 10.5
+    return made

@@ -24,6 +24,7 @@ from tests.support.observed import (
     exchange,
     observed_client,
     observed_config,
+    same_size,
 )
 from toolwire.server.observe._capture import CaptureObserver
 from toolwire.server.observe._record import RecordEncoder
@@ -85,9 +86,9 @@ def test_a_request_that_is_not_json_is_captured_as_text(upstream: ChatUpstream, 
 
 def test_files_rotate_by_size_and_only_the_newest_are_kept(tmp_path: Path) -> None:
     capture = CaptureObserver(tmp_path, max_bytes=4000, keep=3)
-    size = len(RecordEncoder(Redactor()).redacted(exchange("resp_size"))) + 1
+    size = len(RecordEncoder(Redactor()).redacted(same_size("resp_size"))) + 1
     for n in range(40):
-        capture.finished(exchange(f"resp_{n:03}"))
+        capture.finished(same_size(f"resp_{n:03}"))
     capture.close()
     files = sorted(tmp_path.glob("exchanges-*.jsonl"))
     assert len(files) == 3
@@ -160,10 +161,11 @@ def test_credential_fields_are_redacted(tmp_path: Path) -> None:
 
 
 def test_a_file_is_filled_to_its_size_exactly(tmp_path: Path) -> None:
-    size = len(RecordEncoder(Redactor()).redacted(exchange("resp_1"))) + 1
+    exchanges = [same_size(request_id) for request_id in ("resp_1", "resp_2", "resp_3")]
+    size = len(RecordEncoder(Redactor()).redacted(exchanges[0])) + 1
     capture = CaptureObserver(tmp_path, max_bytes=2 * size)
-    for request_id in ("resp_1", "resp_2", "resp_3"):
-        capture.finished(exchange(request_id))
+    for made in exchanges:
+        capture.finished(made)
     capture.close()
     per_file = [[orjson.loads(line)["request_id"] for line in path.read_bytes().splitlines()]
                 for path in sorted(tmp_path.glob("*.jsonl"))]

@@ -28,6 +28,7 @@ from tests.support.observed import (
     observed_app,
     observed_client,
     observed_config,
+    same_size,
 )
 from tests.support.responses_upstream import ResponsesUpstream, Whole
 from tests.support.served import as_asgi3
@@ -232,13 +233,6 @@ def test_a_record_of_exactly_the_largest_size_is_kept_whole() -> None:
     over.finished(made)
     record = over.record("resp_edge")
     assert record is not None and "larger than the inspector keeps" in orjson.loads(record)["traffic_omitted"]
-
-
-def same_size(request_id: str) -> Exchange:
-    """An exchange whose record is as long as every other one's (the same times)."""
-    made = exchange(request_id)
-    made.received_at, made.started_at, made.finished_at = 1_700_000_000.0, 10.0, 10.5
-    return made
 
 
 def test_the_bytes_kept_are_those_of_the_exchanges_kept() -> None:
