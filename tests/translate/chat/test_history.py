@@ -212,6 +212,7 @@ def test_a_growing_conversation_is_translated_as_if_every_item_were_new(
 def test_a_long_session_continues_each_turn_and_saves_each_build(profile: BackendProfile) -> None:
     items = [developer("rules"), user("go")]
     before: list[Any] = []
+    system_json: bytes | None = None
     for turn in range(30):
         new = [function_call(f"call_{turn}", "exec_command", '{"cmd":"ls"}'), function_output(f"call_{turn}", "out")]
         if turn % 3 == 0:
@@ -228,6 +229,10 @@ def test_a_long_session_continues_each_turn_and_saves_each_build(profile: Backen
         expected = orjson.dumps(translate_request(uncached(body), profile).chat)
         assert orjson.dumps(translated.chat) == orjson.dumps(translated.wire_body()) == expected
         assert turn == 0 or translated.serialized is not None  # the history's messages are not serialized again
+        # The leading system message ("rules") is serialized once, by the first turn's save.
+        assert translated.serialized is not None and translated.serialized.system is not None
+        assert turn == 0 or translated.serialized.system is system_json
+        system_json = translated.serialized.system
         assert link.own is not None and link.own.derived
         # The turn before's messages are resumed, not built again: the very same objects (but
         # the leading system message, and that turn's last two, closed only by this one).

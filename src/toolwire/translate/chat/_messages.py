@@ -18,7 +18,8 @@ The builder walks the items, then finishes (closes the open turn, merges the sys
 texts). Its state after a walk can be saved (``SavedBuild``: the walk's, ``SavedWalk``,
 and what this wire adds) and resumed by the builder of a request whose items continue
 the same ones: it then walks only the new items (``_history``). A save also serializes
-the messages that can no longer change, once (``SerializedMessages``): the request that
+the messages that can no longer change, once (``SerializedMessages``), and the leading
+system message (Codex's instructions, 23-27 kB, resent with every turn): the request that
 resumes it sends them as those bytes instead of serializing them again.
 """
 
@@ -66,6 +67,7 @@ class SavedBuild(NamedTuple):
     defaulted: int  # the first ``defaulted`` messages have every field ``finish`` adds
     json: tuple[bytes, ...]  # the first ``json_count`` messages serialized: runs, each comma-joined
     json_count: int
+    system_json: bytes | None  # the leading system message of ``walk.system``, serialized
 
     @property
     def walked(self) -> int:
@@ -75,16 +77,19 @@ class SavedBuild(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class SerializedMessages:
     """``messages[first : first + count]`` of a translated request, serialized already:
-    ``runs`` of them, each comma-joined (what ``orjson.dumps`` writes between the brackets)."""
+    ``runs`` of them, each comma-joined (what ``orjson.dumps`` writes between the brackets);
+    and ``system``, the leading system message (``messages[0]``) when serialized already."""
 
     first: int
     count: int
     runs: tuple[bytes, ...]
+    system: bytes | None = None
 
     def for_the_wire(self, messages: list[ChatMessage]) -> list[Any]:
         """``messages`` with the serialized ones replaced by their runs (``orjson.Fragment``):
         orjson writes the same bytes, copying the runs instead of serializing again."""
-        return [*messages[: self.first], *map(orjson.Fragment, self.runs), *messages[self.first + self.count :]]
+        head: list[Any] = [orjson.Fragment(self.system)] if self.system is not None else list(messages[: self.first])
+        return [*head, *map(orjson.Fragment, self.runs), *messages[self.first + self.count :]]
 
 
 class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
@@ -109,10 +114,13 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
         self._defaulted = 0
         self._json: tuple[bytes, ...] = ()  # the first _json_count messages, serialized
         self._json_count = 0
+        self._system_json: tuple[tuple[str, ...], bytes] | None = None  # system texts -> their message
         if saved is not None:
             self._resume_walk(saved.walk)
             self._defaulted = saved.defaulted
             self._json, self._json_count = saved.json, saved.json_count
+            if saved.system_json is not None:
+                self._system_json = (saved.walk.system, saved.system_json)
 
     def build(self) -> list[ChatMessage]:
         self.walk()
@@ -124,7 +132,7 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
         self._add_default_fields(len(self._messages))
         if not self._system:
             return self._messages
-        return [{"role": "system", "content": "\n\n".join(self._system)}, *self._messages]
+        return [_system_message(self._system), *self._messages]
 
     def save(self) -> SavedBuild | None:
         """The state after ``walk``, before ``finish``, for a request continuing these items;
@@ -139,13 +147,30 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
             self._json_count = stable
             if len(self._json) > _MAX_RUNS:  # one fragment costs what copying ~50 kB does
                 self._json = (b",".join(self._json),)
-        return SavedBuild(self._save_walk(), stable, self._json, self._json_count)
+        walk = self._save_walk()
+        return SavedBuild(walk, stable, self._json, self._json_count, self._leading_json(serialize=True))
 
     def serialized(self) -> SerializedMessages | None:
         """After ``finish``: what of its messages is serialized already, if anything."""
-        if not self._json:
+        system = self._leading_json(serialize=False)
+        if not self._json and system is None:
             return None
-        return SerializedMessages(1 if self._system else 0, self._json_count, self._json)
+        return SerializedMessages(1 if self._system else 0, self._json_count, self._json, system)
+
+    def _leading_json(self, *, serialize: bool) -> bytes | None:
+        """The leading system message serialized, if there is one and it was serialized
+        before for the same texts (as a saved build does; ``serialize``: else now)."""
+        if not self._system:
+            return None
+        texts = tuple(self._system)
+        known = self._system_json
+        if known is not None and known[0] == texts:  # mostly the very strings a save kept: quick
+            return known[1]
+        if not serialize:
+            return None
+        serialized = orjson.dumps(_system_message(texts))
+        self._system_json = (texts, serialized)
+        return serialized
 
     def _add_default_fields(self, up_to: int) -> None:
         """Give the messages before ``up_to`` (not done yet) the fields every assistant
@@ -307,3 +332,9 @@ def _reasoning_text(item: ReasoningItem, index: int, notes: Notes) -> str:
     if sealed:
         return sealed
     return "\n\n".join(part.text for part in item.summary if type(part) is SummaryText)
+
+
+def _system_message(texts: list[str] | tuple[str, ...]) -> ChatMessage:
+    """The one leading system message of the system texts (instructions, system and
+    developer messages, in order)."""
+    return {"role": "system", "content": "\n\n".join(texts)}
