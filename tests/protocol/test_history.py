@@ -19,6 +19,7 @@ import pytest
 from toolwire.errors import RequestError
 from toolwire.protocol import KNOWN_HISTORIES, KnownHistories, ResponsesRequest, parse_request
 from toolwire.protocol._depth import MAX_JSON_DEPTH
+from toolwire.protocol._history import RequestShell
 
 TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
 
@@ -204,6 +205,15 @@ def test_a_second_input_key_replaces_the_whole_array_as_it_does_without_the_cach
     assert request.history() is None or known(request) == 0
 
 
+def test_a_body_whose_fields_after_the_input_repeat_it_keeps_them_from_no_later_turn() -> None:
+    items = b",".join(orjson.dumps(item) for item in turns(1))
+    repeated = b',"input":[' + items + b"]}"
+    learned = body(turns(1))[:-1] + repeated  # the same array twice: what it decodes to is known
+    assert len(assert_same(learned).input_items()) == len(turns(1))
+    raw = body(turns(2))[:-1] + repeated  # more items in the first array: the second one replaces them
+    assert len(assert_same(raw).input_items()) == len(turns(1))
+
+
 def test_an_invalid_new_item_is_reported_at_its_place_in_the_whole_body() -> None:
     parse_request(body(turns(2)))
     bad = {**call(9), "arguments": {"cmd": "ls"}}
@@ -255,6 +265,102 @@ def test_items_given_other_items_lose_the_link() -> None:
     assert request.history() is not None
     assert request.model_copy(update={"input": turns(1)}).history() is None
     assert request.model_copy().history() is not None
+
+
+# ---------------------------------------------------------------- the fields after the input
+
+
+def test_a_turn_with_the_same_fields_after_the_input_has_only_its_new_items_decoded_and_validated() -> None:
+    histories = KnownHistories()
+    given: list[dict[str, Any]] = []
+
+    def validate(data: dict[str, Any]) -> ResponsesRequest:
+        given.append(data)
+        return parse_request(data)
+
+    fields = {"tools": TOOLS, "client_metadata": {"window": "w1"}, "prompt_cache_key": "t1"}
+    first = parse_request(body(turns(1), **fields))  # learned by KNOWN_HISTORIES, whole
+    assert first.history() is not None and first.history().own.shell is not None  # type: ignore[union-attr]
+    histories.learn(body(turns(1), **fields), orjson.loads(body(turns(1), **fields)), first)
+    raw = body(turns(3), **fields)
+    request = histories.parse_continued(raw, validate)
+    assert request == whole(raw) and request.dump() == orjson.loads(raw)
+    assert given == [{"model": "m", "input": turns(3)[len(turns(1)) :]}]  # the new items alone
+    again = histories.parse_continued(raw, validate)
+    assert again == request and len(given) == 1  # nothing new: nothing decoded or validated
+    changed = body(turns(3), **{**fields, "client_metadata": {"window": "w2"}})
+    assert histories.parse_continued(changed, validate) == whole(changed)
+    assert len(given) == 2 and given[-1]["client_metadata"] == {"window": "w2"}  # the new fields, validated
+    assert histories.parse_continued(changed, validate) == whole(changed)
+    assert len(given) == 2  # and kept for the next turn
+
+
+def test_requests_made_from_one_shell_do_not_share_what_they_may_change() -> None:
+    fields = {"tools": TOOLS, "metadata": {"k": "v"}}
+    parse_request(body(turns(1), **fields))
+    one = parse_request(body(turns(2), **fields))
+    two = parse_request(body(turns(2), **fields))
+    assert known(one) == len(turns(1)) and known(two) == len(turns(2))
+    assert one.tools is not None and two.tools is not None and one.tools is not two.tools
+    one.tools.clear()
+    one.input.clear()  # type: ignore[union-attr]
+    one.stream = False
+    assert assert_same(body(turns(3), **fields)).tools == two.tools
+
+
+def test_a_shell_keeps_no_history_alive() -> None:
+    for count in range(4):
+        request = parse_request(body(turns(count)))
+    link = request.history()
+    assert link is not None and link.own is not None and link.own.shell is not None
+    assert link.own.shell.request.history() is None and link.own.shell.request.input == []
+    assert link.own.shell.request.__pydantic_private__ == {"_history": None}
+    linked = body(turns(4))
+    shell = RequestShell.of(linked, len(linked) - 1, request)  # made from a request linked to its history
+    assert shell is not None and shell.request.__pydantic_private__ == {"_history": None}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param([{}, {"tools": TOOLS}, {}, {"tools": TOOLS}], id="fields come and go"),
+        pytest.param([{"tools": TOOLS}, {"tools": [*TOOLS, *TOOLS]}, {"tools": TOOLS}], id="tools change and come back"),
+        pytest.param([{"text": {"verbosity": "low"}}, {"text": {"verbosity": "high"}}], id="a value changes"),
+        pytest.param([{}, {"x": "]}"}], id="a new field ending as the old body did"),
+    ],
+)
+def test_each_turn_has_its_own_fields_after_the_input(fields: list[dict[str, Any]]) -> None:
+    for count, these in enumerate(fields, start=1):
+        request = assert_same(body(turns(count), **these))
+        assert count == 1 or known(request) == len(turns(count - 1))
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        pytest.param(b'{"type":"message"', id="a cut-off item"),
+        pytest.param(b"1,2", id="values that are not items"),
+        pytest.param(b'{"type":"message","role":"user","content":"a"},', id="a trailing comma"),
+        pytest.param(b"]", id="a closing bracket"),
+        pytest.param(b'{"type":"message","role":"user","content":"a"}],"input":[', id="a second input array"),
+        pytest.param(b'{"type":"message","role":"user","content":"a"}],"model":"n","x":[', id="fields between"),
+    ],
+)
+def test_whatever_lies_between_the_known_items_and_the_known_fields_is_read_as_the_whole_body(between: bytes) -> None:
+    learned = body(turns(1), tools=TOOLS)
+    close = learned.index(b'],"tools"')
+    raw = learned[:close] + b"," + between + learned[close:]
+    expected = outcome(raw)  # nothing known yet
+    KNOWN_HISTORIES.clear()
+    parse_request(learned)
+    assert outcome(raw) == expected
+
+
+def outcome(raw: bytes) -> ResponsesRequest | tuple[str, str | None, str | None, int]:
+    try:
+        return parse_request(raw)
+    except RequestError:
+        return error_of(raw)
 
 
 # ---------------------------------------------------------------- bounds

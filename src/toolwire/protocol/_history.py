@@ -27,6 +27,17 @@ Why that is the same as parsing the whole body:
   validate) goes the full path, which reports the error with its exact place
   (``input[3].arguments``).
 
+The fields after the input (Codex's ``tools``, 9 kB of them when they are not in an
+``additional_tools`` item, and ``client_metadata``) are as a rule the same every turn
+too. A history keeps them as a ``RequestShell``: the bytes from the ``]`` closing its
+input array to the body's end, and the request that the head and those bytes validated
+to. A body that starts with the history's bytes and ends with the shell's has the same
+fields, so only its new items, the bytes between, are decoded and validated (as the
+input of a request of its own); the request is the shell's, copied, with the known
+items and the new ones. The bytes between decode as items in a ``[...]`` of their own
+exactly when they are items continuing the known ones in the whole body, so that
+needs no further check; a tail that could hold a second ``input`` key keeps no shell.
+
 A body is looked for among the kept histories learned from bodies with the same
 ``prompt_cache_key`` (Codex sends its thread id there, the same with every turn), read
 from the body's end: a hint that keeps the search short when many conversations are
@@ -37,7 +48,9 @@ history it continues and the one it makes for the next request, on which consume
 what they derive from the items (a translation's state, ``KnownHistory.derived``), so
 that they too only do the new items' work. What is kept is bounded in entries and in
 (estimated) bytes, and safe to share: it is a function of the bytes alone, whoever sent
-them. Shared items are read-only, like the specs of ``_tool_cache``.
+them. Shared items are read-only, like the specs of ``_tool_cache``, and so are the
+values of a continued request's other fields (its dicts are its shell's; its ``tools``
+and ``input`` lists are its own).
 """
 
 from __future__ import annotations
@@ -79,6 +92,7 @@ class KnownHistory:
     head_end: int
     end: int
     items: tuple[Item, ...] = field(repr=False)
+    shell: RequestShell | None = field(default=None, repr=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
     hint: bytes | None = field(init=False, repr=False)  # the body's prompt_cache_key
     _probe: bytes = field(init=False, repr=False)  # the last bytes of the items
@@ -99,6 +113,33 @@ class KnownHistory:
             and body.startswith(self._probe, end - len(self._probe))
             and body.startswith(memoryview(self.body)[: end - len(self._probe)])
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestShell:
+    """What a body holds besides its input items: ``tail``, its bytes from the ``]`` that
+    closes the input array to the end, and ``request``, what its fields validated to,
+    with no input and no history (read-only: each request made from it is a copy)."""
+
+    tail: bytes = field(repr=False)
+    request: ResponsesRequest = field(repr=False)
+
+    @classmethod
+    def of(cls, body: bytes, close: int, request: ResponsesRequest) -> RequestShell | None:
+        """The shell of ``body``, whose input array closes at ``close`` and which validated
+        to ``request``; None when its tail could hold a second ``input`` key."""
+        if _may_repeat_input(body, close + 1):
+            return None
+        shell = request.model_copy(update={"input": []})
+        shell.link_history(None)  # a shell must not keep the histories it came from alive
+        return cls(body[close:], shell)
+
+    def filled(self, items: list[Item]) -> ResponsesRequest:
+        """A request with the shell's fields and ``items`` as its input (its own lists)."""
+        request = self.request.model_copy(update={"input": items})
+        if request.tools is not None:
+            request.tools = list(request.tools)
+        return request
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +224,9 @@ class KnownHistories:
             start = known.end + 1
         else:
             return None
+        shell = known.shell
+        if shell is not None and body.endswith(shell.tail) and len(body) - len(shell.tail) >= start:
+            return self._continue_in_shell(body, known, shell, start, validate)
         try:
             data = orjson.loads(body[: known.head_end] + body[start:])
         except orjson.JSONDecodeError:
@@ -202,8 +246,43 @@ class KnownHistories:
         items = [*known.items, *request.input]
         request.input = items
         own = known
+        if new_items or known.shell is not None:  # new items, or new fields after them
+            own = KnownHistory(body, known.head_end, close, tuple(items), RequestShell.of(body, close, request))
+            self._keep(own, replacing=known)
+        else:
+            self._touch(known)
+        request.link_history(HistoryLink(known, own, items))
+        self.continued += 1
+        return request
+
+    def _continue_in_shell(
+        self,
+        body: bytes,
+        known: KnownHistory,
+        shell: RequestShell,
+        start: int,
+        validate: Callable[[dict[str, Any]], ResponsesRequest],
+    ) -> ResponsesRequest | None:
+        """``parse_continued`` for a body whose fields after the input are ``shell``'s:
+        only the new items, from ``start`` to the shell's tail, are decoded."""
+        close = len(body) - len(shell.tail)
+        new_items: list[Item] = []
+        if close > start or start > known.end:  # after a comma, at least one item must follow
+            try:
+                raw_items = orjson.loads(b"[" + body[start:close] + b"]")
+                if not raw_items:
+                    return None
+                new_input = validate({"model": shell.request.model, "input": raw_items}).input
+            except Exception:  # the full path reports it, with its place in the whole body
+                return None
+            if not isinstance(new_input, list):
+                return None
+            new_items = new_input
+        items = [*known.items, *new_items]
+        request = shell.filled(items)
+        own = known
         if new_items:
-            own = KnownHistory(body, known.head_end, close, tuple(items))
+            own = KnownHistory(body, known.head_end, close, tuple(items), shell)
             self._keep(own, replacing=known)
         else:
             self._touch(known)
@@ -226,7 +305,7 @@ class KnownHistories:
         end = _array_end(body, head_end, raw_items)
         if end is None:
             return
-        own = KnownHistory(body, head_end, end, tuple(request.input))
+        own = KnownHistory(body, head_end, end, tuple(request.input), RequestShell.of(body, end, request))
         self._keep(own, replacing=None)
         request.link_history(HistoryLink(None, own, request.input))
         self.learned += 1

@@ -49,7 +49,7 @@ class ResponsesRequest(WireModel):
         link = self._history
         return link if link is not None and link.input is self.input else None
 
-    def link_history(self, link: HistoryLink) -> None:
+    def link_history(self, link: HistoryLink | None) -> None:
         self._history = link
 
     def __eq__(self, other: object) -> bool:
