@@ -245,15 +245,10 @@ class KnownHistories:
             return None
         items = [*known.items, *request.input]
         request.input = items
-        own = known
+        own = None
         if new_items or known.shell is not None:  # new items, or new fields after them
             own = KnownHistory(body, known.head_end, close, tuple(items), RequestShell.of(body, close, request))
-            self._keep(own, replacing=known)
-        else:
-            self._touch(known)
-        request.link_history(HistoryLink(known, own, items))
-        self.continued += 1
-        return request
+        return self._linked(request, items, known, own)
 
     def _continue_in_shell(
         self,
@@ -279,13 +274,19 @@ class KnownHistories:
                 return None
             new_items = new_input
         items = [*known.items, *new_items]
-        request = shell.filled(items)
-        own = known
-        if new_items:
-            own = KnownHistory(body, known.head_end, close, tuple(items), shell)
-            self._keep(own, replacing=known)
-        else:
+        own = KnownHistory(body, known.head_end, close, tuple(items), shell) if new_items else None
+        return self._linked(shell.filled(items), items, known, own)
+
+    def _linked(
+        self, request: ResponsesRequest, items: list[Item], known: KnownHistory, own: KnownHistory | None
+    ) -> ResponsesRequest:
+        """``request``, whose input is ``items`` and continues ``known``, linked to it and to
+        ``own``, its own history, now kept (None: ``known`` is its own history too)."""
+        if own is None:
+            own = known
             self._touch(known)
+        else:
+            self._keep(own, replacing=known)
         request.link_history(HistoryLink(known, own, items))
         self.continued += 1
         return request
