@@ -108,8 +108,9 @@ def test_errors_name_the_place_the_caller_gives() -> None:
 
 
 def test_has_trigger() -> None:
-    assert has_trigger(items(user("a"), {"type": "compaction_trigger"}))
-    assert not has_trigger(items(user("a"), compaction("x")))
+    assert has_trigger(parse_request({"model": "m", "input": [user("a"), {"type": "compaction_trigger"}]}))
+    assert not has_trigger(parse_request({"model": "m", "input": [user("a"), compaction("x")]}))
+    assert not has_trigger(parse_request({"model": "m", "input": "a"}))
 
 
 def test_the_summary_request_offers_no_tool() -> None:

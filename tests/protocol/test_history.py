@@ -17,7 +17,15 @@ import orjson
 import pytest
 
 from toolwire.errors import RequestError
-from toolwire.protocol import KNOWN_HISTORIES, KnownHistories, ResponsesRequest, parse_request
+from toolwire.protocol import (
+    KNOWN_HISTORIES,
+    CompactionItem,
+    CompactionTriggerItem,
+    KnownHistories,
+    ReasoningItem,
+    ResponsesRequest,
+    parse_request,
+)
 from toolwire.protocol._depth import MAX_JSON_DEPTH
 from toolwire.protocol._history import RequestShell
 
@@ -361,6 +369,49 @@ def outcome(raw: bytes) -> ResponsesRequest | tuple[str, str | None, str | None,
         return parse_request(raw)
     except RequestError:
         return error_of(raw)
+
+
+# ---------------------------------------------------------------- what is derived from the items
+
+
+def test_what_the_input_holds_is_looked_for_in_the_new_items_only() -> None:
+    trigger = {"type": "compaction_trigger"}
+    kinds = (CompactionTriggerItem, ReasoningItem)
+    bodies = [
+        body(turns(1)),  # learned: nothing of those kinds
+        body(turns(2)),  # continued: still nothing
+        body([*turns(2), trigger]),  # a new item of one kind
+        body([*turns(2), trigger, user("more")]),  # in the known items now
+        body([*turns(2), trigger, user("more")]),  # the same body again
+        body(turns(3)),  # the history edited: none again
+    ]
+    for raw in bodies:
+        request = parse_request(raw)
+        expected = any(type(item) in kinds for item in request.input_items())
+        assert request.input_holds(*kinds) is expected
+        assert request.input_holds(*kinds) is expected  # asked twice: the same
+        assert request.input_holds(CompactionItem) is False
+        link = request.history()
+        assert link is not None and link.own is not None and link.own.derived[("input holds", kinds)] is expected
+    assert parse_request(orjson.loads(bodies[2])).input_holds(*kinds)  # no history at all
+
+
+def test_what_a_known_history_holds_is_not_looked_for_again() -> None:
+    parse_request(body(turns(1)))
+    request = parse_request(body(turns(2)))
+    link = request.history()
+    assert link is not None and link.continues is not None
+    link.continues.derived[("input holds", (ReasoningItem,))] = True  # what the cache says counts
+    assert request.input_holds(ReasoningItem)
+    link.continues.derived[("input holds", (ReasoningItem,))] = False
+    assert not request.input_holds(ReasoningItem)
+
+
+def test_a_history_never_asked_what_it_holds_is_looked_at_whole() -> None:
+    first = [{"type": "reasoning", "summary": []}, *turns(1)]
+    parse_request(body(first))  # nobody asks
+    request = parse_request(body([*first, user("more")]))
+    assert known(request) == len(first) and request.input_holds(ReasoningItem)
 
 
 # ---------------------------------------------------------------- bounds

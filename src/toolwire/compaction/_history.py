@@ -28,6 +28,7 @@ from toolwire.protocol import (
     InputText,
     Item,
     MessageItem,
+    ResponsesRequest,
 )
 
 from ._seal import CompactionSeal, Unreadable, UnreadableCompaction
@@ -49,9 +50,9 @@ class OpenedHistory:
     conversions: list[str] = field(default_factory=list)
 
 
-def has_trigger(items: Sequence[Item]) -> bool:
-    """Whether ``items`` ask for a compaction (a ``compaction_trigger`` item)."""
-    return any(type(item) is CompactionTriggerItem for item in items)
+def has_trigger(request: ResponsesRequest) -> bool:
+    """Whether ``request``'s input asks for a compaction (a ``compaction_trigger`` item)."""
+    return request.input_holds(CompactionTriggerItem)
 
 
 def summary_message(summary: str) -> MessageItem:

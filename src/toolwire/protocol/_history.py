@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +93,7 @@ class KnownHistory:
     end: int
     items: tuple[Item, ...] = field(repr=False)
     shell: RequestShell | None = field(default=None, repr=False)
-    derived: dict[str, Any] = field(default_factory=dict, repr=False)
+    derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     hint: bytes | None = field(init=False, repr=False)  # the body's prompt_cache_key
     _probe: bytes = field(init=False, repr=False)  # the last bytes of the items
 

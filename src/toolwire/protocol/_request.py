@@ -58,6 +58,26 @@ class ResponsesRequest(WireModel):
             return NotImplemented
         return self.__dict__ == other.__dict__ and (self.__pydantic_extra__ or {}) == (other.__pydantic_extra__ or {})
 
+    def input_holds(self, *kinds: type[Item]) -> bool:
+        """Whether ``input`` holds an item of one of ``kinds`` (exactly that class).
+
+        The items of a known history are looked at once: the answer for them is kept on
+        the history (``KnownHistory.derived``), so a long conversation costs each turn a
+        look at its new items only."""
+        items = self.input_items()
+        link = self.history()
+        if link is None:
+            return any(type(item) in kinds for item in items)
+        key = ("input holds", kinds)
+        start = 0
+        known = link.continues.derived.get(key) if link.continues is not None else None
+        if known is not None:
+            start = link.known
+        holds = known is True or any(type(items[index]) in kinds for index in range(start, len(items)))
+        if link.own is not None:
+            link.own.derived[key] = holds
+        return holds
+
     def input_items(self) -> list[Item]:
         """``input`` as items; a plain string input is one user message."""
         if isinstance(self.input, str):

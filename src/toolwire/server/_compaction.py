@@ -113,7 +113,7 @@ class Compactions:
         ``compaction_trigger``; ``endpoint``: it came to ``/responses/compact``."""
         compact = trigger or endpoint
         items = request.input_items()
-        if not compact and not any(type(item) in _COMPACTION_ITEMS for item in items):
+        if not compact and not request.input_holds(*_COMPACTION_ITEMS):
             return CompactionPlan(request)  # most requests: nothing to open, nothing to copy
         native = backend.native_compaction is not None
         ours = any(type(item) is CompactionItem and CompactionSeal.is_ours(item.encrypted_content) for item in items)

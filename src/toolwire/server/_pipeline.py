@@ -185,7 +185,7 @@ class ExchangePipeline:
             owner = principal.owner if principal is not None else None
             keep = Keeper(history, request, owner=owner)
             own_items = request.input_items()
-            trigger = has_trigger(own_items)
+            trigger = has_trigger(request)
             request = await keep.with_history(request)
             plan = await self.compactions.plan(
                 request, trigger=trigger, endpoint=compact, own_items=len(own_items), backend=route.backend, owner=owner
