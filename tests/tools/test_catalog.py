@@ -296,6 +296,7 @@ def test_catalogs_of_unshared_specs_are_still_right() -> None:
 def test_lists_validated_anew_make_a_new_catalog() -> None:
     first = parsed(tools=[EXEC_COMMAND, function("unkept")])
     TOOL_LISTS.clear()
+    KNOWN_HISTORIES.clear()  # the same body again would continue its history, specs and all
     second = parsed(tools=[EXEC_COMMAND, function("unkept")])  # validated anew: new specs
     assert second is not first
     assert parsed(tools=[EXEC_COMMAND, function("unkept")]) is second
