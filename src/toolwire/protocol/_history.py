@@ -136,10 +136,11 @@ class RequestShell:
 
     def filled(self, items: list[Item]) -> ResponsesRequest:
         """A request with the shell's fields and ``items`` as its input (its own lists)."""
-        request = self.request.model_copy(update={"input": items})
-        if request.tools is not None:
-            request.tools = list(request.tools)
-        return request
+        shell = self.request
+        update: dict[str, Any] = {"input": items}
+        if shell.tools is not None:
+            update["tools"] = list(shell.tools)
+        return shell.model_copy(update=update)
 
 
 @dataclass(frozen=True, slots=True)
