@@ -28,8 +28,9 @@ Why that is the same as parsing the whole body:
   (``input[3].arguments``).
 
 The fields after the input (Codex's ``tools``, 9 kB of them when they are not in an
-``additional_tools`` item, and ``client_metadata``) are as a rule the same every turn
-too. A history keeps them as a ``RequestShell``: the bytes from the ``]`` closing its
+``additional_tools`` item, and ``client_metadata``) are the same in every request of a
+Codex turn, the rounds of tool calls that answer one prompt (measured with Codex
+0.171.0: a new prompt changes the turn id in ``client_metadata``). A history keeps them as a ``RequestShell``: the bytes from the ``]`` closing its
 input array to the body's end, and the request that the head and those bytes validated
 to. A body that starts with the history's bytes and ends with the shell's has the same
 fields, so only its new items, the bytes between, are decoded and validated (as the
