@@ -1,0 +1,160 @@
+"""Versions of toolwire side by side under load: what a change buys, in CPU per request.
+
+    python -m bench.compare HEAD~3 HEAD                # git revisions of this checkout
+    python -m bench.compare HEAD~1 HEAD --body v1 --rounds 6
+    python -m bench.compare /elsewhere/src HEAD       # a directory holding the toolwire package
+
+Full runs (``bench.run``) take twenty minutes and move by more than a small change between
+one run and the next on a shared machine. This measures only what a change is about: each
+version is served by its own ``toolwire serve`` process (one worker) in front of one
+canned upstream (streaming event by event, as ``bench.run``'s first case), all started at
+once, and wrk runs against each in turn at ``--connections``, the order alternating from
+round to round. A version's figures are the medians of its rounds; so is its ratio to the
+first version, taken round by round (each run beside the first version's run of the same
+round), which cancels most of the machine's drift.
+
+A git revision's ``src`` is extracted (``git archive``) under the work directory; each
+version is served from its ``src`` with ``PYTHONPATH``, ahead of the installed package. Its
+dependencies are this environment's. Options are the gateway's own, not the version's: a
+revision whose ``toolwire serve`` does not know one fails to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import bodies, procs, wrk
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Version:
+    """One version under comparison: its name, its source directory, its runs."""
+
+    name: str
+    source: Path
+    rps: list[float] = field(default_factory=list)
+    cpu_us: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+def source_of(version: str, work: Path) -> Path:
+    """The directory holding the ``toolwire`` package of ``version``: a directory as given
+    (itself, or its ``src``), or a git revision of this checkout, checked out under ``work``."""
+    given = Path(version)
+    for candidate in (given, given / "src"):
+        if (candidate / "toolwire" / "__init__.py").is_file():
+            return candidate.resolve()
+    commit = _git("rev-parse", "--verify", "--quiet", f"{version}^{{commit}}").decode().strip()
+    tree = work / "sources" / commit
+    if not (tree / "src" / "toolwire" / "__init__.py").is_file():
+        with tarfile.open(fileobj=io.BytesIO(_git("archive", "--format=tar", commit, "src"))) as archive:
+            archive.extractall(tree, filter="data")
+    return tree / "src"
+
+
+def _git(*args: str) -> bytes:
+    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"not a directory with the toolwire package, nor a git revision: git {' '.join(args)}: "
+                         f"{result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def serve(version: Version, upstream_url: str, log_dir: Path) -> procs.Service:
+    """``toolwire serve`` of ``version`` (not started): its source ahead of the installed one."""
+    port = procs.free_port()
+    args = ["env", f"PYTHONPATH={version.source}", *procs.gateway_command(),
+            "--upstream", upstream_url, "--host", "127.0.0.1", "--port", str(port)]
+    return procs.Service(f"toolwire {version.name}", args, log_dir / f"gateway-{_slug(version.name)}.log",
+                         port=port, health_path="/healthz")
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def compare(versions: list[Version], *, body_name: str, connections: int, duration: float, rounds: int,
+            work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    body = bodies.build(body_name)
+    body_path = work / f"{body_name}.json"
+    body_path.write_bytes(body.data)
+    script = wrk.write_script(work / f"{body_name}.lua", body_path,
+                              {**body.headers, "Content-Type": "application/json"}, wrk.GATEWAY_MARKER)
+    with procs.upstream_service(work, "--reply", "text", "--write-per-event") as upstream:
+        gateways: list[procs.Service] = []
+        try:
+            for version in versions:
+                gateways.append(serve(version, upstream.url + "/v1", work).start())
+            for gateway in gateways:  # warm up: each learns the body's history
+                _run(gateway, script, connections, 2.0, work)
+            for number in range(rounds):
+                order = list(zip(versions, gateways, strict=True))
+                for version, gateway in order if number % 2 == 0 else reversed(order):
+                    result = _run(gateway, script, connections, duration, work)
+                    version.rps.append(result.rps)
+                    version.cpu_us.append(result.cpu_us_per_request["gateway"])
+                    version.errors += result.errors
+                    print(f"round {number + 1}: {version.name:>20}  {result.rps:7.0f} req/s  "
+                          f"{version.cpu_us[-1]:5.0f} µs CPU per request", file=sys.stderr, flush=True)
+        finally:
+            for gateway in gateways:
+                gateway.stop()
+    print(report(versions, body_name=body_name, connections=connections, duration=duration))
+
+
+def _run(gateway: procs.Service, script: Path, connections: int, duration: float, work: Path) -> wrk.WrkResult:
+    return wrk.run(gateway.url + "/v1/responses", script, target="toolwire", connections=connections,
+                   duration=duration, output_path=work / "wrk.txt", watch={"gateway": gateway.pid},
+                   cpu_seconds=procs.cpu_seconds)
+
+
+def report(versions: list[Version], *, body_name: str, connections: int, duration: float) -> str:
+    """A Markdown table: each version's medians, and its ratios to the first one."""
+    first = versions[0]
+    lines = [
+        f"{body_name.upper()} body, {connections} connections, {len(first.rps)} round(s) of {duration:g} s, "
+        "upstream streaming event by event; medians of the rounds",
+        "",
+        f"| version | requests/s | CPU per request | CPU per request ÷ {first.name}'s, per round | errors |",
+        "| --- | ---: | ---: | --- | ---: |",
+    ]
+    for version in versions:
+        ratios = [mine / theirs for mine, theirs in zip(version.cpu_us, first.cpu_us, strict=True)]
+        lines.append(
+            f"| {version.name} | {statistics.median(version.rps):.0f} | {statistics.median(version.cpu_us):.0f} µs | "
+            f"{statistics.median(ratios):.3f} ({', '.join(f'{r:.3f}' for r in ratios)}) | {version.errors} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="+", metavar="VERSION",
+                        help="a git revision of this checkout, or a directory holding the toolwire package")
+    parser.add_argument("--body", default="v2", choices=["v1", "v2"])
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
+    args = parser.parse_args(argv)
+    work = args.work_dir.resolve()
+    names = args.versions
+    if len(set(names)) != len(names):
+        parser.error("name each version once")
+    versions = [Version(name, source_of(name, work)) for name in names]
+    compare(versions, body_name=args.body, connections=args.connections, duration=args.duration,
+            rounds=args.rounds, work=work)
+
+
+if __name__ == "__main__":
+    main()
