@@ -432,6 +432,15 @@ def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
     assert KNOWN_HISTORIES.weight <= weight - 1
 
 
+def test_the_fields_after_the_input_weigh_in_too() -> None:
+    heavy = [{"type": "function", "name": "f", "description": "d" * 100_000, "parameters": {"type": "object"}}]
+    KNOWN_HISTORIES.configure(max_entries=100, max_bytes=500_000)  # ten times the bytes: about 1 MB
+    parse_request(body([user("hi")], tools=heavy))
+    assert len(KNOWN_HISTORIES) == 0  # a small input, but 100 kB of fields kept with it: too heavy
+    parse_request(body([user("hi")]))
+    assert len(KNOWN_HISTORIES) == 1
+
+
 def test_a_cache_of_no_bytes_keeps_nothing() -> None:
     KNOWN_HISTORIES.configure(max_entries=100, max_bytes=0)
     for _ in range(2):

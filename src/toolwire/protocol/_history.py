@@ -104,7 +104,7 @@ class KnownHistory:
 
     @property
     def weight(self) -> int:
-        return WEIGHT_PER_BODY_BYTE * self.end
+        return WEIGHT_PER_BODY_BYTE * len(self.body)  # the fields after the input too (``shell``)
 
     def starts(self, body: bytes) -> bool:
         """Whether ``body`` starts with this history's bytes (up to the end of its items)."""
