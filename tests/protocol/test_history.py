@@ -220,6 +220,11 @@ def test_a_body_whose_fields_after_the_input_repeat_it_keeps_them_from_no_later_
     assert len(assert_same(learned).input_items()) == len(turns(1))
     raw = body(turns(2))[:-1] + repeated  # more items in the first array: the second one replaces them
     assert len(assert_same(raw).input_items()) == len(turns(1))
+    # Kept with no shell; the same items with plain fields after them continue it.
+    plain = assert_same(body(turns(1)))
+    link = plain.history()
+    assert link is not None and link.continues is not None and link.continues.shell is None
+    assert known(plain) == len(turns(1)) and link.own is link.continues
 
 
 def test_an_invalid_new_item_is_reported_at_its_place_in_the_whole_body() -> None:
@@ -286,7 +291,11 @@ def test_a_turn_with_the_same_fields_after_the_input_has_only_its_new_items_deco
         given.append(data)
         return parse_request(data)
 
-    fields = {"tools": TOOLS, "client_metadata": {"window": "w1"}, "prompt_cache_key": "t1"}
+    # A tool with a parameter named "input", as Codex's apply_patch has: the fields then hold
+    # the word, and are decoded once to make sure it is no second input key.
+    patch = {"type": "function", "name": "apply_patch",
+             "parameters": {"type": "object", "properties": {"input": {"type": "string"}}}}
+    fields = {"tools": [*TOOLS, patch], "client_metadata": {"window": "w1"}, "prompt_cache_key": "t1"}
     first = parse_request(body(turns(1), **fields))  # learned by KNOWN_HISTORIES, whole
     assert first.history() is not None and first.history().own.shell is not None  # type: ignore[union-attr]
     histories.learn(body(turns(1), **fields), orjson.loads(body(turns(1), **fields)), first)
@@ -296,6 +305,8 @@ def test_a_turn_with_the_same_fields_after_the_input_has_only_its_new_items_deco
     assert given == [{"model": "m", "input": turns(3)[len(turns(1)) :]}]  # the new items alone
     again = histories.parse_continued(raw, validate)
     assert again == request and len(given) == 1  # nothing new: nothing decoded or validated
+    link = again.history()
+    assert link is not None and link.own is link.continues  # and the history it continues is its own
     changed = body(turns(3), **{**fields, "client_metadata": {"window": "w2"}})
     assert histories.parse_continued(changed, validate) == whole(changed)
     assert len(given) == 2 and given[-1]["client_metadata"] == {"window": "w2"}  # the new fields, validated
@@ -439,6 +450,17 @@ def test_the_fields_after_the_input_weigh_in_too() -> None:
     assert len(KNOWN_HISTORIES) == 0  # a small input, but 100 kB of fields kept with it: too heavy
     parse_request(body([user("hi")]))
     assert len(KNOWN_HISTORIES) == 1
+
+
+def test_a_history_continued_with_nothing_new_is_the_most_recently_used() -> None:
+    KNOWN_HISTORIES.configure(max_entries=2, max_bytes=1 << 30)
+    first, second = body([user("first")]), body([user("second")])
+    parse_request(first)
+    parse_request(second)
+    assert known(parse_request(first)) == 1  # sent again: now used after the second
+    parse_request(body([user("third")]))  # one too many: the least recently used goes
+    assert known(parse_request(first)) == 1
+    assert known(parse_request(second)) == 0
 
 
 def test_a_cache_of_no_bytes_keeps_nothing() -> None:
