@@ -243,6 +243,31 @@ def test_a_long_session_continues_each_turn_and_saves_each_build(profile: Backen
 
 
 @pytest.mark.parametrize(
+    ("items", "system", "runs"),
+    [
+        pytest.param([developer("rules"), user("go")], True, False, id="a system message and nothing else kept"),
+        pytest.param([developer("rules"), user("go"), function_call("c1", "exec_command", "{}"), function_output("c1", "ok")],
+                     True, True, id="a system message and messages kept"),
+        pytest.param([user("go"), function_call("c1", "exec_command", "{}"), function_output("c1", "ok")],
+                     False, True, id="messages kept, no system message"),
+    ],
+)
+def test_what_a_save_serialized_goes_upstream_as_those_bytes(items: list[JSON], system: bool, runs: bool) -> None:
+    """The first request of a session saves its build: what it serialized then (the leading
+    system message, the messages that no longer change) goes upstream as those bytes."""
+    KNOWN_HISTORIES.clear()
+    translated = translate_request(parse_request(request_body("gpt-5.5", None, items, TOOLS)), PROFILES[0])
+    serialized = translated.serialized
+    assert serialized is not None
+    assert (serialized.system is not None) is system and bool(serialized.runs) is runs
+    wire = translated.wire_body()
+    assert orjson.dumps(wire) == orjson.dumps(translated.chat)
+    fragments = [message for message in wire["messages"] if isinstance(message, orjson.Fragment)]
+    assert len(fragments) == int(system) + len(serialized.runs)
+    assert isinstance(wire["messages"][0], orjson.Fragment)  # the system message, or the first run
+
+
+@pytest.mark.parametrize(
     ("items", "later", "expected"),
     [
         # an output whose call has not come (yet): dropped for now, used once the call comes
