@@ -69,6 +69,7 @@ from toolwire.config import GatewayConfig, ServerConfig
 from ._capacity import capacity, open_files_limit
 from ._limits import RETRY_AFTER_SECONDS, busy_body, count_limit
 from ._settings import CONFIG_ENV
+from ._turn_writes import TurnWrites
 from ._uvicorn import DrainingWebSocketProtocol
 
 
@@ -222,6 +223,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.transport = TurnWrites(transport, self.loop)  # the cycles get it too
         admission = self._table.admit(self)
         if admission is Admission.CLOSED:
             transport.close()
