@@ -21,9 +21,9 @@ import pytest
 
 from toolwire.cli._serve import uvicorn_protocols
 from toolwire.config import GatewayConfig, ServerConfig
+from toolwire.server._log_lines import LOG_FORMAT
 from toolwire.server._settings import CONFIG_ENV
 from toolwire.server._workers import (
-    LOG_FORMAT,
     _serve_worker,
     check_address,
     reuse_port_supported,

@@ -27,25 +27,17 @@ from typing import Any
 
 import uvicorn
 
+from . import _log_lines
+
 log = logging.getLogger("toolwire.server")
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _EARLY_DEATH_SECONDS = 5.0
 _POLL_SECONDS = 0.2
 
 
 def configure_logging(level: str) -> None:
-    """A gateway process's logging: ``LOG_FORMAT`` on stderr at ``level``.
-
-    The format names no caller, thread or process, so records are made without looking
-    them up (the switches of the logging HOWTO's "Optimization" section): every request
-    writes a log line, and this takes about a fifth off its cost.
-    """
-    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
-    logging._srcfile = None
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
+    """A gateway process's logging: ``LOG_FORMAT`` lines on stderr at ``level`` (``_log_lines``)."""
+    _log_lines.configure_logging(level, sys.stderr)
 
 
 def reuse_port_supported() -> bool:

@@ -1,0 +1,137 @@
+"""A gateway process's log lines (``_log_lines``): those of one event-loop turn written
+together at its end, warnings and lines logged outside the loop at once, nothing held at
+exit, and the time printed as ``logging.Formatter`` prints it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import subprocess
+import sys
+import time
+
+import pytest
+
+from toolwire.server._log_lines import LOG_FORMAT, LineFormatter, LineHandler
+
+
+class Stderr(io.StringIO):
+    """A text stream that keeps each write apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+@pytest.fixture
+def stderr() -> Stderr:
+    return Stderr()
+
+
+@pytest.fixture
+def logger(stderr: Stderr) -> logging.Logger:
+    handler = LineHandler(stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger = logging.Logger("toolwire.test", logging.DEBUG)
+    logger.addHandler(handler)
+    return logger
+
+
+async def test_the_lines_of_one_turn_are_written_together_at_its_end(stderr: Stderr, logger: logging.Logger) -> None:
+    logger.info("one")
+    logger.info("two")
+    assert stderr.writes == []
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    logger.info("three")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert stderr.writes == ["INFO one\nINFO two\n", "INFO three\n"]
+
+
+async def test_a_warning_is_written_at_once_after_what_is_held(stderr: Stderr, logger: logging.Logger) -> None:
+    logger.info("before")
+    logger.warning("something is wrong")
+    assert stderr.writes == ["INFO before\nWARNING something is wrong\n"]
+    logger.error("worse")
+    assert stderr.writes[1:] == ["ERROR worse\n"]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert len(stderr.writes) == 2  # nothing was left held for the end of the turn
+
+
+def test_outside_an_event_loop_a_line_is_written_at_once(stderr: Stderr, logger: logging.Logger) -> None:
+    logger.info("starting")
+    logger.debug("details")
+    assert stderr.writes == ["INFO starting\n", "DEBUG details\n"]
+
+
+async def test_closing_writes_what_is_held(stderr: Stderr, logger: logging.Logger) -> None:
+    logger.info("last words")
+    (handler,) = logger.handlers
+    handler.close()  # as logging.shutdown does at exit (flush, then close)
+    handler.flush()
+    assert stderr.getvalue() == "INFO last words\n"
+
+
+def test_a_line_that_cannot_be_formatted_is_reported_and_the_rest_go_on(
+    stderr: Stderr, logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported: list[logging.LogRecord] = []
+    (handler,) = logger.handlers
+    monkeypatch.setattr(handler, "handleError", reported.append)
+    logger.info("%d apples", "not a number")
+    logger.info("fine")
+    assert [record.msg for record in reported] == ["%d apples"]
+    assert stderr.writes == ["INFO fine\n"]
+
+
+def test_a_stream_that_is_gone_loses_the_line_quietly(logger: logging.Logger) -> None:
+    (handler,) = logger.handlers
+    assert isinstance(handler, LineHandler)
+    broken = Stderr()
+    broken.close()
+    handler.setStream(broken)
+    logger.warning("nobody hears this")  # no exception, nothing printed about it
+    handler.setStream(Stderr())
+    logger.warning("but this is written")
+    assert handler.stream.getvalue() == "WARNING but this is written\n"
+
+
+@pytest.mark.parametrize("created", [1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.5, 1_699_999_999.25, 1_700_003_600.04])
+def test_the_time_is_printed_as_logging_prints_it(created: float) -> None:
+    formatter, standard = LineFormatter(), logging.Formatter(LOG_FORMAT)
+    for moment in (created, created + 0.001, created):  # the kept second, then another, then back
+        record = logging.LogRecord("toolwire.exchange", logging.INFO, __file__, 1, "%s", ("hi",), None)
+        record.created, record.msecs = moment, int((moment - int(moment)) * 1000) + 0.0
+        assert formatter.format(record) == standard.format(record)
+        assert formatter.formatTime(record, "%H") == standard.formatTime(record, "%H")
+
+
+def test_a_gateway_process_writes_its_lines_through_the_handler() -> None:
+    """``configure_logging`` in a process of its own: lines logged in the event loop come
+    out, in order, with nothing lost at exit."""
+    script = (
+        "import asyncio, logging, sys\n"
+        "from toolwire.server._workers import configure_logging\n"
+        "configure_logging('info')\n"
+        "async def main():\n"
+        "    for n in range(3):\n"
+        "        logging.getLogger('toolwire.exchange').info('line %d', n)\n"
+        "asyncio.run(main())\n"
+        "logging.getLogger('toolwire.server').info('after the loop')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    lines = done.stderr.splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == [
+        "INFO toolwire.exchange: line 0",
+        "INFO toolwire.exchange: line 1",
+        "INFO toolwire.exchange: line 2",
+        "INFO toolwire.server: after the loop",
+    ]
+    assert all(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S") for line in lines)
