@@ -25,6 +25,7 @@ names a model may call the request's tools by, with their parameter schemas.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Literal, get_args
@@ -139,6 +140,17 @@ class _CodeSpans:
             self._inline = not self._inline
 
 
+@functools.cache
+def _markers(families: frozenset[str]) -> tuple[tuple[Opener, ...], int, frozenset[str], re.Pattern[str]]:
+    """The openers of ``families``' blocks, the longest marker's length, the characters
+    markers start with, and the pattern of text with none of them (or a backtick) in it,
+    which can be passed on at once (most chunks). The same for every answer: made once."""
+    openers = tuple(o for o in OPENERS if o.families & families)
+    starts = frozenset(o.marker[0] for o in openers)
+    plain = re.compile("[^`" + re.escape("".join(sorted(starts))) + "]*")
+    return openers, max((len(o.marker) for o in openers), default=0), starts, plain
+
+
 class TextCallRecognizer:
     """Text in, ``Text`` and recovered ``CallFragment`` signals out (see the module)."""
 
@@ -147,13 +159,9 @@ class TextCallRecognizer:
     ) -> None:
         """``offered`` may be a function: it is called once, when a marker first appears."""
         self._families = frozenset(families)
-        self._openers = [o for o in OPENERS if o.families & self._families]
+        self._openers, self._longest_marker, self._marker_starts, self._plain = _markers(self._families)
         self._offered_source = offered
         self._reader: Reader | None = None
-        self._longest_marker = max((len(o.marker) for o in self._openers), default=0)
-        self._marker_starts = {o.marker[0] for o in self._openers}
-        # Text with none of these characters can be passed on at once (most chunks).
-        self._plain = re.compile("[^`" + re.escape("".join(self._marker_starts)) + "]*")
         self._buffer = ""  # text not yet decided; in a block, the block from its marker
         self._opener: Opener | None = None  # the block being read
         # A block's text that came since it was last read, kept in pieces (a long call
