@@ -10,10 +10,11 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
-from toolwire.server._log_lines import LOG_FORMAT, LineFormatter, LineHandler
+from toolwire.server._log_lines import LOG_FORMAT, LineFormatter, LineHandler, configure_logging
 
 
 class Stderr(io.StringIO):
@@ -135,3 +136,60 @@ def test_a_gateway_process_writes_its_lines_through_the_handler() -> None:
         "INFO toolwire.server: after the loop",
     ]
     assert all(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S") for line in lines)
+
+
+async def test_a_buffered_stream_is_flushed_with_each_write() -> None:
+    """A stream that holds what it is given (a file, a pipe) is flushed each time: the
+    lines reach the file at the end of their turn, not when its buffer fills."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", line_buffering=False)
+    handler = LineHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.Logger("toolwire.buffered", logging.INFO)
+    logger.addHandler(handler)
+    logger.info("in the loop")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert raw.getvalue() == b"in the loop\n"
+    logger.warning("at once")
+    assert raw.getvalue() == b"in the loop\nat once\n"
+
+
+@pytest.fixture
+def fresh_root_logger() -> Iterator[logging.Logger]:
+    """The root logger, its handlers to be dropped by the test (pytest adds its own as the
+    test begins); logging's switches and the root logger put back afterwards."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging._srcfile, logging.logThreads, logging.logProcesses,
+             logging.logMultiprocessing)
+    try:
+        yield root
+    finally:
+        for handler in root.handlers:
+            if isinstance(handler, LineHandler):
+                handler.close()
+        (root.handlers, level, logging._srcfile, logging.logThreads, logging.logProcesses,
+         logging.logMultiprocessing) = saved
+        root.setLevel(level)
+
+
+def test_configure_logging_gives_the_root_logger_its_handler_and_records_look_up_nothing_unprinted(
+    fresh_root_logger: logging.Logger,
+) -> None:
+    stream = Stderr()
+    pytests = fresh_root_logger.handlers[:]
+    fresh_root_logger.handlers = []  # as in a new process
+    configure_logging("warning", stream)
+    [handler] = fresh_root_logger.handlers
+    fresh_root_logger.handlers.extend(pytests)
+    assert isinstance(handler, LineHandler) and handler.stream is stream
+    assert isinstance(handler.formatter, LineFormatter) and handler.formatter._fmt == LOG_FORMAT
+    assert fresh_root_logger.level == logging.WARNING
+    assert logging._srcfile is None
+    assert (logging.logThreads, logging.logProcesses, logging.logMultiprocessing) == (False, False, False)
+    record = fresh_root_logger.makeRecord("toolwire.server", logging.WARNING, "x.py", 1, "careful", (), None)
+    assert (record.thread, record.process, record.processName) == (None, None, None)
+    logging.getLogger("toolwire.server").warning("careful")
+    logging.getLogger("toolwire.server").info("not at warning")
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith(" WARNING toolwire.server: careful")

@@ -131,6 +131,11 @@ async def test_closing_hands_over_what_is_held_first_and_aborting_drops_it() -> 
     assert (closed.writes, closed.closed_after) == ([b"the answer's end"], 1)
     assert (ended.writes, ended.eof_after) == ([b"the answer's end"], 1)
     assert aborted.writes == [] and aborted.aborted
+    writes = TurnWrites(aborted, loop)
+    writes.abort()
+    writes.write(b"after the end")  # a write after aborting goes nowhere, quietly
+    await next_turn()
+    assert aborted.writes == []
 
 
 async def test_what_is_held_when_the_connection_is_closed_elsewhere_is_dropped() -> None:

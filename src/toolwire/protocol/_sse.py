@@ -29,6 +29,7 @@ _LF, _CR = ord("\n"), ord("\r")  # as ints, ``in`` scans bytes several times fas
 _FRAME_STARTS: dict[str | None, bytes] = {None: b"data: ", "": b"data: "}
 """What a one-line frame holds before its data, by event name: made once per name."""
 _MAX_FRAME_STARTS = 512  # names come from upstreams too: the table must not grow forever
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")  # looked up once, not per stream
 
 
 class SSELimitExceeded(Exception):
@@ -87,7 +88,7 @@ class SSEDecoder:
         self._max_event = max_event_bytes
         # A block shorter than this cannot break either limit, whatever its characters.
         self._checked_from = min(max_line_bytes, max_event_bytes) // 4
-        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._utf8 = _UTF8_DECODER(errors="replace")
         self._partial: list[str] = []
         self._partial_size = 0
         self._started = False

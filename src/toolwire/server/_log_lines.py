@@ -28,17 +28,15 @@ class LineFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__(LOG_FORMAT)
-        self._second = -1
-        self._clock = ""
+        self._kept: tuple[int, str] | None = None  # the last record's second, and its date and clock
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
             return super().formatTime(record, datefmt)
-        second = int(record.created)
-        if second != self._second:
-            self._clock = time.strftime(_CLOCK, self.converter(record.created))
-            self._second = second
-        return f"{self._clock},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
+        second, kept = int(record.created), self._kept
+        if kept is None or kept[0] != second:
+            kept = self._kept = (second, time.strftime(_CLOCK, self.converter(record.created)))
+        return f"{kept[1]},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
 
 
 class LineHandler(logging.StreamHandler[TextIO]):
@@ -74,8 +72,7 @@ class LineHandler(logging.StreamHandler[TextIO]):
             held, self._held = self._held, []
             if held:
                 self.stream.write("".join(held))
-            if hasattr(self.stream, "flush"):
-                self.stream.flush()
+            self.stream.flush()
         except Exception:
             pass  # stderr gone (closed, a broken pipe): a log line cannot be saved
         finally:

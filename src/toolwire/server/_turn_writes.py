@@ -53,7 +53,7 @@ class TurnWrites(asyncio.Transport):
         written in, or before the connection closes)."""
         held, self._held = self._held, None
         if held and not self.transport.is_closing():
-            self.transport.write(held[0] if len(held) == 1 else b"".join(held))
+            self.transport.write(b"".join(held))  # (one piece alone is joined as itself, uncopied)
 
     def close(self) -> None:
         self.flush()

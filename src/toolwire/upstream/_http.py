@@ -465,7 +465,10 @@ def _release_or_close(response: aiohttp.ClientResponse) -> None:
 
 async def _drain(response: aiohttp.ClientResponse) -> None:
     """Read what follows the end marker (normally just the end of the body) so the
-    connection goes back to the pool; give up quickly on a server that keeps it open."""
+    connection goes back to the pool; give up quickly on a server that keeps it open.
+    A body read to its end already (most are, with their end marker) needs no waiting."""
+    if response.content.at_eof():
+        return
     with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
         async with asyncio.timeout(1.0):
             while await response.content.readany():
