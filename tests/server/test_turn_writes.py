@@ -17,6 +17,7 @@ from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from toolwire.server import _connections
 from toolwire.server._settings import CONFIG_ENV
 from toolwire.server._turn_writes import TurnWrites
+from toolwire.server.observe import LogObserver
 
 
 class SocketTransport(asyncio.Transport):
@@ -218,3 +219,35 @@ async def test_a_gateway_answer_made_in_one_turn_leaves_in_one_write(
     assert answers[0].startswith(b"HTTP/1.1 200 ") and b"hello there" in answers[0]
     assert answers[1].startswith(b"HTTP/1.1 400 ")
     assert socket_writes[client_port] == answers
+
+
+async def test_an_answers_last_bytes_are_written_before_the_work_after_it(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, socket_writes: dict[int, list[bytes]]
+) -> None:
+    """The end of an answer is not held to the end of its turn: the exchange's work after
+    its answer (the observers, here the log line) comes after the client has it all."""
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+    monkeypatch.setattr(_connections, "_table", None)
+    config = chat_config(upstream.base_url)
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    written_when_logged: list[bytes] = []
+    finished = LogObserver.finished
+
+    def logged(self: LogObserver, exchange: Any) -> None:
+        written_when_logged.append(b"".join(socket_writes.get(client_port, [])))
+        finished(self, exchange)
+
+    monkeypatch.setattr(LogObserver, "finished", logged)
+    upstream.enqueue(Text("streamed to its end"))
+    async with uvicorn_serving(gateway_app(config), config.server) as (url, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        client_port = writer.get_extra_info("sockname")[1]
+        body = orjson.dumps({"model": "m", "input": "hi", "stream": True})
+        writer.write(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.readuntil(b"\r\n0\r\n\r\n"), 30)
+        await asyncio.sleep(0.1)
+        writer.close()
+    assert b"response.completed" in answer
+    assert written_when_logged == [answer]

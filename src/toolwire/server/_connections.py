@@ -218,12 +218,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         self._over_capacity = False
         self._handed_over = False  # to the WebSocket protocol
+        self._writes: TurnWrites | None = None
 
     # ------------------------------------------------------------------ connection
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.transport = TurnWrites(transport, self.loop)  # the cycles get it too
+        self._writes = TurnWrites(transport, self.loop)
+        self.transport = self._writes  # the request cycles get it too
         admission = self._table.admit(self)
         if admission is Admission.CLOSED:
             transport.close()
@@ -331,6 +333,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 )
 
     def on_response_complete(self) -> None:
+        # An answer's last bytes go out now, not at the end of the turn: what the exchange
+        # does after its answer (its observers, closing its upstream stream) must not
+        # delay them (at one connection, it would delay the client's next request too).
+        if self._writes is not None:
+            self._writes.flush()
         super().on_response_complete()
         if self._awaiting_head and not self.pipeline and not self.transport.is_closing():
             self._table.idle(self)
