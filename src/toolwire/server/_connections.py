@@ -199,6 +199,9 @@ def process_table() -> ConnectionTable:
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the bounds described in the module docstring."""
 
+    _writes: TurnWrites
+    """The connection's transport as it writes (``connection_made``): the writes of a turn joined."""
+
     def __init__(
         self,
         config: Config,
@@ -218,7 +221,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         self._over_capacity = False
         self._handed_over = False  # to the WebSocket protocol
-        self._writes: TurnWrites | None = None
 
     # ------------------------------------------------------------------ connection
 
@@ -336,8 +338,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # An answer's last bytes go out now, not at the end of the turn: what the exchange
         # does after its answer (its observers, closing its upstream stream) must not
         # delay them (at one connection, it would delay the client's next request too).
-        if self._writes is not None:
-            self._writes.flush()
+        self._writes.flush()
         super().on_response_complete()
         if self._awaiting_head and not self.pipeline and not self.transport.is_closing():
             self._table.idle(self)
