@@ -119,7 +119,7 @@ def test_a_gateway_process_writes_its_lines_through_the_handler() -> None:
     out, in order, with nothing lost at exit."""
     script = (
         "import asyncio, logging, sys\n"
-        "from toolwire.server._workers import configure_logging\n"
+        "from toolwire.server._log_lines import configure_logging\n"
         "configure_logging('info')\n"
         "async def main():\n"
         "    for n in range(3):\n"

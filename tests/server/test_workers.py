@@ -161,7 +161,7 @@ def test_a_gateway_process_logs_its_format_and_makes_records_without_what_it_doe
     up for a record (the format prints none of them)."""
     script = (
         "import logging\n"
-        "from toolwire.server._workers import configure_logging\n"
+        "from toolwire.server._log_lines import configure_logging\n"
         "configure_logging('info')\n"
         "records = []\n"
         "capture = logging.Handler()\n"

@@ -27,17 +27,12 @@ from typing import Any
 
 import uvicorn
 
-from . import _log_lines
+from ._log_lines import configure_logging as configure_logging
 
 log = logging.getLogger("toolwire.server")
 
 _EARLY_DEATH_SECONDS = 5.0
 _POLL_SECONDS = 0.2
-
-
-def configure_logging(level: str) -> None:
-    """A gateway process's logging: ``LOG_FORMAT`` lines on stderr at ``level`` (``_log_lines``)."""
-    _log_lines.configure_logging(level, sys.stderr)
 
 
 def reuse_port_supported() -> bool:
