@@ -5,7 +5,9 @@ or oversized stream fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import gc
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import orjson
@@ -76,6 +78,34 @@ async def test_a_terminal_object_ends_the_stream_and_the_rest_is_drained(endpoin
     upstream.enqueue(Text("next"))
     await read_all(endpoint)
     assert len(upstream.requests) == 2
+
+
+async def test_a_reader_that_stops_at_the_end_marker_leaves_nothing_to_finalize(
+    endpoint: HttpEndpoint, upstream: ChatUpstream
+) -> None:
+    """The pipeline stops reading at the batch with the end marker, its reading suspended;
+    leaving the stream closes it, so the event loop has no generator to finalize."""
+    finalized: list[object] = []
+    firstiter, finalizer = sys.get_asyncgen_hooks()
+    assert finalizer is not None  # the running loop's
+
+    def noting(agen: AsyncGenerator[Any, None]) -> None:
+        finalized.append(agen)
+        finalizer(agen)
+
+    sys.set_asyncgen_hooks(firstiter, noting)
+    try:
+        upstream.enqueue(Text("hello there"))
+        async with endpoint.stream(STREAMED, parse_json_object) as batches:
+            async for _ in batches:
+                if batches.ended_cleanly:
+                    break
+        del batches
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        sys.set_asyncgen_hooks(firstiter, finalizer)
+    assert finalized == []
 
 
 async def test_a_stream_that_stops_without_an_end_marker(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -266,6 +266,7 @@ class OpenStream:
         if response is None or batches is None:
             return
         try:
+            await batches.aclose()
             if batches.ended_cleanly:
                 # Only now, when the caller is done with the stream: the body's last
                 # bytes never hold up the answer's end.
@@ -371,11 +372,22 @@ class SSEBatches:
         # A frame longer than a line or an event may be is left to the decoder, which says so.
         self._longest_frame = min(self._limits.max_line_bytes, self._limits.max_event_bytes)
         self.ended_cleanly = False
+        self._reading: AsyncGenerator[list[StreamItem], None] | None = None
 
     def __aiter__(self) -> AsyncIterator[list[StreamItem]]:
-        return self._batches()
+        reading = self._reading
+        if reading is None:
+            reading = self._reading = self._batches()
+        return reading
 
-    async def _batches(self) -> AsyncIterator[list[StreamItem]]:
+    async def aclose(self) -> None:
+        """Let go of the reading. A reader that stops at the end marker leaves it suspended
+        after its last batch; closed here, it is not left for the event loop to finalize
+        (a task of its own, woken through the loop's self-pipe, per stream)."""
+        if self._reading is not None:
+            await self._reading.aclose()
+
+    async def _batches(self) -> AsyncGenerator[list[StreamItem], None]:
         limits, frames = self._limits, self._frames
         decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
         too_long: SSELimitExceeded | None = None
