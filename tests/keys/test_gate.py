@@ -275,6 +275,49 @@ async def test_who_must_present_a_key(clock: Clock) -> None:
     assert await KeyGate(store, clock=clock).requires_key()
 
 
+class SlowStore(MemoryKeyStore):
+    """A store whose "any keys?" takes a while and can be made to fail; it counts the asks."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock=clock)
+        self.asked = 0
+        self.failing = False
+        self.answer = asyncio.Event()
+
+    async def has_keys(self) -> bool:
+        self.asked += 1
+        await self.answer.wait()
+        if self.failing:
+            raise OSError("the key store's file is gone")
+        return await super().has_keys()
+
+
+async def test_requests_that_ask_together_share_one_look_into_the_store(clock: Clock) -> None:
+    store = SlowStore(clock)
+    gate = KeyGate(store, clock=clock)
+    asking = [asyncio.ensure_future(gate.requires_key()) for _ in range(16)]
+    await asyncio.sleep(0.01)
+    asking[0].cancel()  # one caller leaves: the others still get their answer
+    store.answer.set()
+    answers = await asyncio.gather(*asking[1:])
+    assert answers == [False] * 15 and store.asked == 1
+    assert not await gate.requires_key() and store.asked == 1  # kept a while
+
+
+async def test_a_failed_look_into_the_store_fails_every_caller_and_the_next_asks_again(clock: Clock) -> None:
+    store = SlowStore(clock)
+    store.failing = True
+    gate = KeyGate(store, clock=clock)
+    asking = [asyncio.ensure_future(gate.requires_key()) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    store.answer.set()
+    failures = await asyncio.gather(*asking, return_exceptions=True)
+    assert [type(failure) for failure in failures] == [OSError] * 3 and store.asked == 1
+    store.failing = False
+    await create_key(store, KeySpec(name="alice"), now=clock.now)
+    assert await gate.requires_key() and store.asked == 2
+
+
 async def test_the_key_list_shows_each_key_in_full_and_never_its_secret(clock: Clock) -> None:
     from toolwire.keys import list_keys
 

@@ -100,6 +100,7 @@ class KeyGate:
         self._clock = clock
         self._store_had_keys = False
         self._open_checked_at: float | None = None
+        self._open_check: asyncio.Future[bool] | None = None
         self._held: dict[str, Lease] = {}
         self._renewing: asyncio.Task[None] | None = None
         self._recording: set[asyncio.Task[None]] = set()
@@ -138,16 +139,28 @@ class KeyGate:
     async def requires_key(self) -> bool:
         """Whether callers must present a key: static or admin keys are configured, or
         the store has (ever had) a key. The store's answer "no keys" is trusted for
-        ``OPEN_CHECK_SECONDS``; "keys" for good."""
+        ``OPEN_CHECK_SECONDS``; "keys" for good. When the answer is due, the requests that
+        ask meanwhile share one look into the store (its file's thread is one hop each)."""
         if self._static or self._admin or self._store_had_keys:
             return True
         if self.store is None:
             return False
-        now = time.monotonic()
-        if self._open_checked_at is None or now - self._open_checked_at >= OPEN_CHECK_SECONDS:
-            self._store_had_keys = await self.store.has_keys()
-            self._open_checked_at = now
-        return self._store_had_keys
+        checked_at = self._open_checked_at
+        if checked_at is not None and time.monotonic() - checked_at < OPEN_CHECK_SECONDS:
+            return False
+        checking = self._open_check
+        if checking is None:
+            checking = self._open_check = asyncio.ensure_future(self._check_store(self.store))
+            checking.add_done_callback(_retrieved)
+        return await asyncio.shield(checking)  # a caller that leaves does not cancel the others' answer
+
+    async def _check_store(self, store: KeyStore) -> bool:
+        try:
+            self._store_had_keys = await store.has_keys()
+            self._open_checked_at = time.monotonic()
+            return self._store_had_keys
+        finally:
+            self._open_check = None
 
     async def admit(self, principal: Principal | None, model: str) -> Lease | None:
         """Let a request for ``model`` go, or raise why not: ``ModelNotAllowed`` (403),
@@ -244,3 +257,9 @@ def _refusal(key: ClientKey, refused: Refused) -> RateLimited | QuotaExceeded:
         "max_concurrent": limits.max_concurrent,
     }[refused.limit]
     return RateLimited(key.name, refused.limit, allowed or 0, refused.retry_after or 1.0)
+
+
+def _retrieved(check: asyncio.Future[bool]) -> None:
+    """A store check every caller left: its failure was theirs to see, not the loop's to log."""
+    if not check.cancelled():
+        check.exception()
