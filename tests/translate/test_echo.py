@@ -5,13 +5,15 @@ while what the Response says of its own is kept.
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import orjson
 import pytest
 
 from toolwire.protocol import parse_request
-from toolwire.translate import ResponsesEventWriter, complete_response, complete_usage
+from toolwire.translate import ResponsesEventWriter, complete_response, complete_usage, dumps_event
 
 JSON = dict[str, Any]
 
@@ -243,3 +245,51 @@ def test_values_of_the_wrong_kind_are_echoed_as_the_defaults() -> None:
         {"presence_penalty": True, "top_logprobs": True, "max_tool_calls": 2.5, "truncation": "x", "background": "yes", "service_tier": 5, "safety_identifier": 3, "text": {"format": "x"}}
     )
     assert echo == {key: DEFAULTS[key] for key in echo}
+
+
+# ------------------------------------------------------------ events with the echo, written
+
+
+def stream_events(body: JSON) -> list[JSON]:
+    writer = ResponsesEventWriter(parse_request(orjson.dumps(body)), response_id="resp_1", created_at=1, model="m")
+    writer.begin()
+    writer.lifecycle("response.completed", writer.response("completed", output=[], completed_at=2))
+    return writer.take()
+
+
+TOOLS = [
+    {"type": "function", "name": "shell", "description": "Runs a command \u00e9\n", "parameters": {"type": "object"}},
+    {"type": "custom", "name": "apply_patch", "format": {"type": "grammar", "syntax": "lark", "definition": "a: b"}},
+    {"type": "web_search"},
+]
+
+
+@pytest.mark.parametrize("tools", [TOOLS, []], ids=["tools", "no tools"])
+def test_an_event_is_written_as_orjson_writes_it(tools: list[JSON]) -> None:
+    events = stream_events({"model": "m", "input": "hi", "tools": tools})
+    assert [event["type"] for event in events] == ["response.created", "response.in_progress", "response.completed"]
+    for event in events:
+        assert dumps_event(event) == orjson.dumps(event)
+    assert dumps_event({"type": "response.output_text.delta", "delta": "x"}) == b'{"type":"response.output_text.delta","delta":"x"}'
+
+
+def test_a_resent_tool_list_is_echoed_by_one_list_written_once() -> None:
+    first = stream_events({"model": "m", "input": "hi", "tools": TOOLS})
+    again = stream_events({"model": "m", "input": "yo", "tools": TOOLS})
+    echoed = {id(event["response"]["tools"]) for event in first + again}
+    assert len(echoed) == 1  # one list, shared by every Response of both streams
+    tools = first[0]["response"]["tools"]
+    assert isinstance(tools, list) and tools == [{**TOOLS[0], "strict": True}, TOOLS[1], TOOLS[2]]
+    written = [dumps_event(event) for event in first + again]
+    assert tools.json() is tools.json()  # its JSON written once, then kept
+    assert all(orjson.dumps(tools) in event for event in written)
+
+
+def test_an_echoed_tool_list_copies_and_pickles_as_a_plain_list() -> None:
+    [created, *_] = stream_events({"model": "m", "input": "hi", "tools": TOOLS})
+    tools = created["response"]["tools"]
+    tools.json()
+    for made in (copy.copy(tools), copy.deepcopy(tools), pickle.loads(pickle.dumps(tools))):
+        assert type(made) is list and made == tools
+    response = copy.deepcopy(created["response"])
+    assert response == created["response"] and type(response["tools"]) is list

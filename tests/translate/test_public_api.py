@@ -58,6 +58,7 @@ TRANSLATE_ALL = [
     "completion_chunks",
     "decide_stream_end",
     "downgrade_request",
+    "dumps_event",
     "flat_name",
     "open_reasoning",
     "open_reasoning_blocks",

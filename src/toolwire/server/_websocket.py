@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from toolwire.errors import RequestError, ToolwireError
+from toolwire.translate import dumps_event
 
 from ._auth import principal_of
 from ._history import ConnectionHistory
@@ -156,7 +157,7 @@ class ResponsesConnection:
                 await reader
 
     async def send_json(self, event: JSON) -> None:
-        await self._send({"type": "websocket.send", "text": orjson.dumps(event).decode()})
+        await self._send({"type": "websocket.send", "text": dumps_event(event).decode()})
 
     # ------------------------------------------------------------------ the loop
 

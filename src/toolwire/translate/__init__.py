@@ -38,7 +38,7 @@ and ``_failures``.
 Import from here: the submodules are private to this package.
 """
 
-from ._echo import complete_response, complete_usage
+from ._echo import complete_response, complete_usage, dumps_event
 from .anthropic import (
     ANTHROPIC_VERSION,
     MESSAGES_PRESETS,
@@ -104,6 +104,7 @@ __all__ = [
     "completion_chunks",
     "decide_stream_end",
     "downgrade_request",
+    "dumps_event",
     "flat_name",
     "open_reasoning",
     "open_reasoning_blocks",

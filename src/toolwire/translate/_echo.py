@@ -17,7 +17,9 @@ from elsewhere (a Responses backend, an older stored record) whole the same way,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, SupportsIndex
+
+import orjson
 
 from toolwire.protocol import ResponsesRequest, ToolSpec
 from toolwire.protocol._tool_cache import TOOL_LISTS
@@ -216,7 +218,46 @@ def _replacement(name: str, value: Any, echo: Mapping[str, Any]) -> Any:
     return _OWN_DEFAULTS.get(name, RESPONSE_DEFAULTS.get(name))
 
 
-def _echoed_tools(tools: Sequence[ToolSpec]) -> list[JSON]:
+class EchoedTools(list[JSON]):
+    """The ``tools`` a Response repeats, keeping its JSON once it is written.
+
+    Every Response object of a stream repeats the list (``response.created``,
+    ``.in_progress``, ``.completed``), and the requests that resend one tool list share
+    its echo (``echo_request``): written once, its JSON goes into each event as it is
+    (``dumps_event``). A Codex tool list is about 9 kB. Read-only, like the specs it is
+    made of.
+    """
+
+    __slots__ = ("_json",)
+
+    def __init__(self, tools: list[JSON]) -> None:
+        super().__init__(tools)
+        self._json: orjson.Fragment | None = None
+
+    def json(self) -> orjson.Fragment:
+        """The list's JSON, written the first time it is asked for."""
+        if self._json is None:
+            self._json = orjson.Fragment(orjson.dumps(self))
+        return self._json
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[type[list[JSON]], tuple[list[JSON]]]:
+        """Copied or pickled, it is a plain list (its JSON cannot be pickled, and a copy may
+        be changed)."""
+        return list, (list(self),)
+
+
+def dumps_event(event: JSON) -> bytes:
+    """``orjson.dumps(event)``, the same bytes; the tools a Response in it echoes are
+    written from the JSON they keep (``EchoedTools``)."""
+    response = event.get("response")
+    if type(response) is dict:
+        tools = response.get("tools")
+        if type(tools) is EchoedTools and tools:
+            return orjson.dumps({**event, "response": {**response, "tools": tools.json()}})
+    return orjson.dumps(event)
+
+
+def _echoed_tools(tools: Sequence[ToolSpec]) -> EchoedTools:
     """The ``tools`` a Response repeats: the specs as the client sent them (read-only), a
     function tool with the fields the specification requires of it."""
     echoed = []
@@ -225,7 +266,7 @@ def _echoed_tools(tools: Sequence[ToolSpec]) -> list[JSON]:
         if spec.get("type") == "function":
             spec = {**spec, **{key: value for key, value in _FUNCTION_DEFAULTS.items() if key not in spec}}
         echoed.append(spec)
-    return echoed
+    return EchoedTools(echoed)
 
 
 _FUNCTION_DEFAULTS: JSON = {"description": None, "parameters": None, "strict": True}

@@ -45,4 +45,4 @@ class LogObserver:
     def finished(self, exchange: Exchange) -> None:
         line = summarize(exchange, self.redactor)
         level = logging.WARNING if exchange.outcome in ("failed", "error") else logging.INFO
-        log.log(level, "%s", orjson.dumps(line).decode())
+        log.log(level, orjson.dumps(line).decode())  # no arguments: the line is not formatted again
