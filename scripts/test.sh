@@ -2,7 +2,7 @@
 # The README's test command, and exactly what CI runs (.ci/run).
 #
 # Installs what the tests need, then runs the checks and the whole suite:
-#   - system packages (Debian): redis-server, chromium + chromium-driver, wrk, and Node.js
+#   - system packages (Debian): redis-server, chromium + chromium-driver, wrk, valgrind, and Node.js
 #     with npm (installed when missing and we are root; otherwise they must already be there);
 #   - .venv with toolwire and its test dependencies;
 #   - the Codex CLI versions the end-to-end tests run, from npm into .cache/.
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(redis-server chromium chromium-driver wrk)
+packages=(redis-server chromium chromium-driver wrk valgrind)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

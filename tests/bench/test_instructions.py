@@ -1,0 +1,40 @@
+"""``python -m bench.instructions``: versions side by side in instructions per request. A
+short count, so that it never rots; it checks that each version served its requests under
+callgrind and that its count is a request's, not any figure."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.instructions import Count, report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_revision_and_a_directory_are_counted_side_by_side(tmp_path: Path) -> None:
+    assert shutil.which("valgrind"), "`valgrind` is not on PATH; install it with `apt-get install -y valgrind`."
+    command = [sys.executable, "-m", "bench.instructions", "HEAD", str(ROOT / "src"), "--body", "v1",
+               "--requests", "24", "--warmup", "8", "--connections", "4", "--work-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    table = result.stdout
+    assert "V1 body, 24 requests at 4 connections" in table
+    counted = {name: float(millions) for name, millions in re.findall(r"^\| (\S+) \| (\d+\.\d+) M \| \d\.\d+ \|$", table, re.M)}
+    assert set(counted) == {"HEAD", str(ROOT / "src")}, table
+    # A streamed V1 request is a few million instructions: the count is of the requests
+    # (not of the start-up, some hundreds of millions, nor of nothing).
+    assert all(0.5 < millions < 50 for millions in counted.values()), counted
+    assert re.search(r"^\| HEAD \| .* \| 1\.000 \|$", table, re.M)  # the first: itself
+    assert len(re.findall(r"M instructions per request$", result.stderr, re.M)) == 2
+
+
+def test_the_report_gives_each_version_over_the_first() -> None:
+    table = report([Count("a", 3_000_000, 10), Count("b", 27_000_000, 100)], body_name="v2", connections=16)
+    assert table.splitlines()[0] == (
+        "V2 body, 10 requests at 16 connections, upstream streaming event by event; instructions counted by callgrind"
+    )
+    assert table.splitlines()[-2:] == ["| a | 0.300 M | 1.000 |", "| b | 0.270 M | 0.900 |"]
