@@ -137,21 +137,32 @@ def report(versions: list[Version], *, body_name: str, connections: int, duratio
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__.splitlines()[0])
+def version_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """A command's parser with what every comparison takes: the versions and the body."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").splitlines()[0])
     parser.add_argument("versions", nargs="+", metavar="VERSION",
                         help="a git revision of this checkout, or a directory holding the toolwire package")
     parser.add_argument("--body", default="v2", choices=["v1", "v2"])
+    return parser
+
+
+def parse_versions(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``argv`` parsed, each version named once."""
+    args = parser.parse_args(argv)
+    if len(set(args.versions)) != len(args.versions):
+        parser.error("name each version once")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = version_parser("python -m bench.compare", __doc__)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
-    args = parser.parse_args(argv)
+    args = parse_versions(parser, argv)
     work = args.work_dir.resolve()
-    names = args.versions
-    if len(set(names)) != len(names):
-        parser.error("name each version once")
-    versions = [Version(name, source_of(name, work)) for name in names]
+    versions = [Version(name, source_of(name, work)) for name in args.versions]
     compare(versions, body_name=args.body, connections=args.connections, duration=args.duration,
             rounds=args.rounds, work=work)
 

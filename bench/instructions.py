@@ -31,7 +31,6 @@ Needs ``valgrind`` (Debian: ``apt-get install valgrind``). Versions are named as
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -45,7 +44,7 @@ from pathlib import Path
 import aiohttp
 
 from . import bodies, procs
-from .compare import ROOT, source_of
+from .compare import ROOT, parse_versions, source_of, version_parser
 
 COUNTED_COPIES = "glibc.cpu.x86_rep_movsb_threshold=1000000000:glibc.cpu.x86_rep_stosb_threshold=1000000000"
 """glibc's tunables that keep ``rep movsb`` / ``rep stosb`` out of memcpy and memset."""
@@ -163,17 +162,12 @@ def report(counts: list[Count], *, body_name: str, connections: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__.splitlines()[0])
-    parser.add_argument("versions", nargs="+", metavar="VERSION",
-                        help="a git revision of this checkout, or a directory holding the toolwire package")
-    parser.add_argument("--body", default="v2", choices=["v1", "v2"])
+    parser = version_parser("python -m bench.instructions", __doc__)
     parser.add_argument("--requests", type=int, default=320, help="requests counted per version")
     parser.add_argument("--warmup", type=int, default=48, help="requests before the count")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "instructions")
-    args = parser.parse_args(argv)
-    if len(set(args.versions)) != len(args.versions):
-        parser.error("name each version once")
+    args = parse_versions(parser, argv)
     work = args.work_dir.resolve()
     work.mkdir(parents=True, exist_ok=True)
     sources = [(name, source_of(name, work)) for name in args.versions]

@@ -4,23 +4,18 @@ never rots; it checks that each version served and was measured, not any timing.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bench.compare import source_of
 
-ROOT = Path(__file__).resolve().parents[2]
+from .comparisons import ROOT, run_head_against_src
 
 
 def test_a_revision_and_a_directory_are_compared_side_by_side(tmp_path: Path) -> None:
-    assert shutil.which("wrk"), "`wrk` is not on PATH; install it with `apt-get install -y wrk`."
-    command = [sys.executable, "-m", "bench.compare", "HEAD", str(ROOT / "src"), "--body", "v1",
-               "--rounds", "2", "--duration", "1", "--connections", "2", "--work-dir", str(tmp_path)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
+    options = ("--rounds", "2", "--duration", "1", "--connections", "2")
+    result = run_head_against_src("bench.compare", "wrk", tmp_path, *options)
     table = result.stdout
     assert "V1 body, 2 connections, 2 round(s) of 1 s" in table
     number = r"\d+(?:\.\d+)?"

@@ -5,22 +5,16 @@ callgrind and that its count is a request's, not any figure."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.instructions import Count, report
 
-ROOT = Path(__file__).resolve().parents[2]
+from .comparisons import ROOT, run_head_against_src
 
 
 def test_a_revision_and_a_directory_are_counted_side_by_side(tmp_path: Path) -> None:
-    assert shutil.which("valgrind"), "`valgrind` is not on PATH; install it with `apt-get install -y valgrind`."
-    command = [sys.executable, "-m", "bench.instructions", "HEAD", str(ROOT / "src"), "--body", "v1",
-               "--requests", "24", "--warmup", "8", "--connections", "4", "--work-dir", str(tmp_path)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
+    options = ("--requests", "24", "--warmup", "8", "--connections", "4")
+    result = run_head_against_src("bench.instructions", "valgrind", tmp_path, *options)
     table = result.stdout
     assert "V1 body, 24 requests at 4 connections" in table
     counted = {name: float(millions) for name, millions in re.findall(r"^\| (\S+) \| (\d+\.\d+) M \| \d\.\d+ \|$", table, re.M)}
