@@ -293,3 +293,30 @@ def test_an_echoed_tool_list_copies_and_pickles_as_a_plain_list() -> None:
         assert type(made) is list and made == tools
     response = copy.deepcopy(created["response"])
     assert response == created["response"] and type(response["tools"]) is list
+
+
+def test_an_event_carries_the_json_its_tool_list_kept() -> None:
+    [created, *_] = stream_events({"model": "m", "input": "hi", "tools": TOOLS})
+    tools = created["response"]["tools"]
+    written = orjson.dumps(tools)
+    tools.json()
+    # Never done to an echo (it is read-only): here, it shows which JSON an event carries.
+    tools.append({"type": "web_search"})
+    try:
+        assert written in dumps_event(created) and orjson.dumps(tools) not in dumps_event(created)
+    finally:
+        tools.pop()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "response.created", "response": {"id": "resp_1", "tools": [{"type": "web_search"}]}},
+        {"type": "response.created", "response": {"id": "resp_1", "tools": []}},
+        {"type": "response.created", "response": None},
+        {"type": "error", "error": {"message": "no"}},
+    ],
+    ids=["a plain tool list", "no tools", "no response", "no response key"],
+)
+def test_an_event_whose_tools_kept_no_json_is_written_as_it_is(event: JSON) -> None:
+    assert dumps_event(event) == orjson.dumps(event)
