@@ -171,7 +171,11 @@ class StreamPath:
 
     async def _pump(self, reader: aiohttp.StreamReader) -> None:
         answer = Answer(Exchange("resp_1", b"{}"), SseTransport(self.send, _receive), self.redact)
-        await pump(answer, self._sse_batches(reader), self._translator(), _keep)
+        batches = self._sse_batches(reader)
+        try:
+            await pump(answer, batches, self._translator(), _keep)
+        finally:
+            await batches.aclose()  # as the gateway's OpenStream does on leaving the stream
 
 
 def measure(body: str = "v2", *, quick: bool = False, reads: str = "event") -> list[LayerCost]:
