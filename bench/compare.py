@@ -74,11 +74,12 @@ def serve(version: Version, upstream_url: str, log_dir: Path) -> procs.Service:
     port = procs.free_port()
     args = ["env", f"PYTHONPATH={version.source}", *procs.gateway_command(),
             "--upstream", upstream_url, "--host", "127.0.0.1", "--port", str(port)]
-    return procs.Service(f"toolwire {version.name}", args, log_dir / f"gateway-{_slug(version.name)}.log",
+    return procs.Service(f"toolwire {version.name}", args, log_dir / f"gateway-{slug(version.name)}.log",
                          port=port, health_path="/healthz")
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
+    """A version's name as it can stand in a file's name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 

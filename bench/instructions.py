@@ -32,19 +32,15 @@ Needs ``valgrind`` (Debian: ``apt-get install valgrind``). Versions are named as
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
 from . import bodies, procs
-from .compare import ROOT, parse_versions, source_of, version_parser
+from .compare import ROOT, parse_versions, slug, source_of, version_parser
 
 COUNTED_COPIES = "glibc.cpu.x86_rep_movsb_threshold=1000000000:glibc.cpu.x86_rep_stosb_threshold=1000000000"
 """glibc's tunables that keep ``rep movsb`` / ``rep stosb`` out of memcpy and memset."""
@@ -68,42 +64,22 @@ def count(name: str, source: Path, upstream_url: str, body: bodies.Body, *, requ
           connections: int, work: Path) -> Count:
     """Serve ``source`` under callgrind and count the instructions of ``requests`` requests."""
     port = procs.free_port()
-    out = work / f"callgrind-{_slug(name)}.out"
+    out = work / f"callgrind-{slug(name)}.out"
     out.unlink(missing_ok=True)
-    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-               *procs.gateway_command(), "--upstream", upstream_url, "--host", "127.0.0.1", "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(source), "GLIBC_TUNABLES": COUNTED_COPIES}
-    with (work / f"gateway-{_slug(name)}.log").open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            asyncio.run(_wait_ready(url, process))
-            asyncio.run(_load(url, body, warmup, connections))
-            _instrument(process.pid, "on")
-            asyncio.run(_load(url, body, requests, connections))
-            _instrument(process.pid, "off")
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    args = ["env", f"PYTHONPATH={source}", f"GLIBC_TUNABLES={COUNTED_COPIES}",  # env execs: valgrind keeps its pid
+            "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+            *procs.gateway_command(), "--upstream", upstream_url, "--host", "127.0.0.1", "--port", str(port)]
+    gateway = procs.Service(f"toolwire {name} under callgrind", args, work / f"gateway-{slug(name)}.log",
+                            port=port, health_path="/healthz")
+    gateway.start(timeout=_START_SECONDS)
+    try:
+        asyncio.run(_load(gateway.url, body, warmup, connections))
+        _instrument(gateway.pid, "on")
+        asyncio.run(_load(gateway.url, body, requests, connections))
+        _instrument(gateway.pid, "off")
+    finally:
+        gateway.stop(timeout=120)  # callgrind writes its count as the gateway exits
     return Count(name, _total(out), requests)
-
-
-async def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + _START_SECONDS
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"the gateway under valgrind exited ({process.returncode}); see its log")
-            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                async with session.get(url + "/healthz", timeout=aiohttp.ClientTimeout(total=5)) as response:
-                    if response.status == 200:
-                        return
-            await asyncio.sleep(0.5)
-    raise SystemExit(f"the gateway under valgrind did not answer within {_START_SECONDS:.0f} s")
 
 
 async def _load(url: str, body: bodies.Body, requests: int, connections: int) -> None:
@@ -140,10 +116,6 @@ def _total(out: Path) -> int:
     if total == 0:
         raise SystemExit(f"callgrind wrote no count to {out}")
     return total
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def report(counts: list[Count], *, body_name: str, connections: int) -> str:
