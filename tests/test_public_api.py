@@ -14,6 +14,7 @@ import toolwire.tools
 PROTOCOL_ALL = [
     "EVENT_TYPES",
     "KNOWN_HISTORIES",
+    "MAX_TOKEN_COUNT",
     "TERMINAL_EVENT_TYPES",
     "AdditionalToolsItem",
     "CallItem",
@@ -77,6 +78,7 @@ PROTOCOL_ALL = [
     "parse_item",
     "parse_request",
     "plain_content",
+    "token_count",
 ]
 
 TOOLS_ALL = [

@@ -28,6 +28,7 @@ from toolwire.keys import (
     digest_of,
     new_key,
 )
+from toolwire.protocol import MAX_TOKEN_COUNT
 from toolwire.store import StoredResponse, open_store
 
 from .conftest import Clock, KeyStoreFactory
@@ -153,6 +154,22 @@ async def test_usage_is_kept_per_key_and_model(key_store: KeyStore, clock: Clock
     assert first.last_used_at == pytest.approx(clock.now)
     second = rows[(bob.id, "m1")]  # a request that used nothing
     assert (second.requests, second.input_tokens, second.output_tokens, second.cached_tokens) == (1, 0, 0, 0)
+
+
+async def test_usage_of_the_largest_counts_is_recorded(key_store: KeyStore) -> None:
+    """An upstream that reports 2**64 - 1 tokens (orjson reads it) is charged the most one
+    count may say, which SQLite and Redis can add up, instead of failing the record."""
+    key = make_key(limits=Limits(budget_tokens=5))
+    await key_store.create(key)
+    usage = TokenUsage.from_response_usage(
+        {"input_tokens": 2**64 - 1, "output_tokens": 1.8446744073709552e19, "input_tokens_details": {"cached_tokens": 2**64 - 1}}
+    )
+    assert usage == TokenUsage(MAX_TOKEN_COUNT, MAX_TOKEN_COUNT, MAX_TOKEN_COUNT)
+    for _ in range(3):
+        await key_store.settle(key, None, "m", usage)
+    [row] = await key_store.usage()
+    assert (row.requests, row.input_tokens, row.output_tokens, row.cached_tokens) == (3, *[3 * MAX_TOKEN_COUNT] * 3)
+    assert await key_store.admit(key, None) == Refused("budget_tokens", None)
 
 
 async def test_two_stores_on_one_database_give_a_key_its_limit_once(make_key_store: KeyStoreFactory) -> None:

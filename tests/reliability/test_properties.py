@@ -367,7 +367,7 @@ choice = st.fixed_dictionaries(
 usage = st.fixed_dictionaries(
     {},
     optional={
-        name: maybe(st.integers(-5, 10**12))
+        name: maybe(st.integers(-5, 2**64 - 1) | st.floats())  # orjson reads integers to 2**64 - 1, larger as floats
         for name in ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"]
     },
 )

@@ -180,6 +180,11 @@ def test_fields_that_are_of_their_kind_are_kept() -> None:
             {"input_tokens": 2, "output_tokens": 3, "total_tokens": None},
             {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5},
         ),
+        (  # counts past 64 bits (orjson reads 2**64 as a float) are clamped so that their sum can be written
+            {"input_tokens": 1.8446744073709552e19, "output_tokens": 2**64 - 1, "total_tokens": None},
+            {"input_tokens": 10**12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10**12, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 2 * 10**12},
+        ),
     ],
 )
 def test_usage_made_whole(usage: JSON | None, completed: JSON) -> None:

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from toolwire.protocol import token_count
+
 WINDOW_SECONDS = 60.0
 LEASE_SECONDS = 60.0
 """How long a concurrency lease lasts unless renewed (its gateway renews it every third of this)."""
@@ -83,7 +85,7 @@ class TokenUsage:
             return cls()
         details = usage.get("input_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-        return cls(_count(usage.get("input_tokens")), _count(usage.get("output_tokens")), _count(cached))
+        return cls(token_count(usage.get("input_tokens")), token_count(usage.get("output_tokens")), token_count(cached))
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +182,3 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"{text!r} is not a duration: write a number and a unit, e.g. 30d, 12h, 90m or 3600s")
     return float(seconds)
 
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

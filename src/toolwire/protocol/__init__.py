@@ -66,10 +66,12 @@ from ._tools import (
     ToolSearchTool,
     ToolSpec,
 )
+from ._usage import MAX_TOKEN_COUNT, token_count
 
 __all__ = [
     "EVENT_TYPES",
     "KNOWN_HISTORIES",
+    "MAX_TOKEN_COUNT",
     "TERMINAL_EVENT_TYPES",
     "AdditionalToolsItem",
     "CallItem",
@@ -133,4 +135,5 @@ __all__ = [
     "parse_item",
     "parse_request",
     "plain_content",
+    "token_count",
 ]

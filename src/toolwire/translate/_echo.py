@@ -21,7 +21,7 @@ from typing import Any, SupportsIndex
 
 import orjson
 
-from toolwire.protocol import ResponsesRequest, ToolSpec
+from toolwire.protocol import ResponsesRequest, ToolSpec, token_count
 from toolwire.protocol._tool_cache import TOOL_LISTS
 
 JSON = dict[str, Any]
@@ -184,14 +184,14 @@ def complete_response(response: Mapping[str, Any], echo: Mapping[str, Any] | Non
 def complete_usage(usage: Mapping[str, Any] | None) -> JSON:
     """A ``usage`` object with every count the specification requires (0 when unknown)."""
     usage = usage or {}
-    input_tokens = _count(usage.get("input_tokens"))
-    output_tokens = _count(usage.get("output_tokens"))
+    input_tokens = token_count(usage.get("input_tokens"))
+    output_tokens = token_count(usage.get("output_tokens"))
     input_details = usage.get("input_tokens_details")
     output_details = usage.get("output_tokens_details")
     input_details = dict(input_details) if isinstance(input_details, dict) else {}
     output_details = dict(output_details) if isinstance(output_details, dict) else {}
-    input_details["cached_tokens"] = _count(input_details.get("cached_tokens"))
-    output_details["reasoning_tokens"] = _count(output_details.get("reasoning_tokens"))
+    input_details["cached_tokens"] = token_count(input_details.get("cached_tokens"))
+    output_details["reasoning_tokens"] = token_count(output_details.get("reasoning_tokens"))
     total = usage.get("total_tokens")
     return {
         **usage,
@@ -199,7 +199,7 @@ def complete_usage(usage: Mapping[str, Any] | None) -> JSON:
         "input_tokens_details": input_details,
         "output_tokens": output_tokens,
         "output_tokens_details": output_details,
-        "total_tokens": _count(total) if total is not None else input_tokens + output_tokens,
+        "total_tokens": token_count(total) if total is not None else input_tokens + output_tokens,
     }
 
 
@@ -305,9 +305,6 @@ def _string_or(value: Any, default: str | None) -> Any:
 def _one_of(value: Any, allowed: Sequence[str], default: str) -> str:
     return value if value in allowed else default
 
-
-def _count(value: Any) -> int:
-    return max(int(value), 0) if _number(value) else 0
 
 
 RESPONSE_DEFAULTS: JSON = echo_request(ResponsesRequest(model="-"))

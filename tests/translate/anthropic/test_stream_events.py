@@ -362,10 +362,13 @@ def test_stop_reasons_unknown_to_responses(reason: str, status: str) -> None:
     ("counts", "expected"),
     [
         ({"input_tokens": 1, "output_tokens": 1, "cache_read_input_tokens": 1, "cache_creation_input_tokens": 1}, usage(3, 1, cached=1, written=1)),
-        ({"input_tokens": True, "output_tokens": -5, "cache_read_input_tokens": 2.5, "cache_creation_input_tokens": "7"}, usage(0, 0)),
+        ({"input_tokens": True, "output_tokens": -5, "cache_read_input_tokens": 2.5, "cache_creation_input_tokens": "7"}, usage(2, 0, cached=2)),
+        # orjson reads 2**64 - 1 as an integer, 2**64 as a float: each count is clamped, so the sums can be written
+        ({"input_tokens": 2**64 - 1, "output_tokens": 1.8446744073709552e19, "cache_read_input_tokens": 2**64 - 1,
+          "cache_creation_input_tokens": 2**64 - 1}, usage(3 * 10**12, 10**12, cached=10**12, written=10**12)),
     ],
 )
-def test_usage_counts_only_positive_whole_numbers(counts: JSON, expected: JSON) -> None:
+def test_usage_counts_are_bounded_whole_numbers(counts: JSON, expected: JSON) -> None:
     response = machine().translate_whole({"type": "message", "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "usage": counts})
     assert response["usage"] == expected
 

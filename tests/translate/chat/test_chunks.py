@@ -136,6 +136,11 @@ def responses_usage(input_tokens: int, cached: int, written: int, output: int, r
              "prompt_tokens_details": None, "completion_tokens_details": None},
             responses_usage(100, 0, 0, 20, 0, 120), id="null-details",
         ),
+        pytest.param(  # orjson reads 2**64 as a float, 2**64 - 1 as an integer: neither can be written back
+            {"prompt_tokens": 1.8446744073709552e19, "completion_tokens": 2**64 - 1,
+             "prompt_tokens_details": {"cached_tokens": 2**64 - 1}},
+            responses_usage(10**12, 10**12, 0, 10**12, 0, 2 * 10**12), id="hostile-counts-are-clamped",
+        ),
     ],
 )  # fmt: skip
 def test_usage_details_as_each_server_sends_them(usage: dict[str, Any], expected: dict[str, Any]) -> None:

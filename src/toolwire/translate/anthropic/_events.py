@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from toolwire.protocol import token_count
+
 JSON = dict[str, Any]
 
 # stop_reason -> the finish reason decide_stream_end reads.
@@ -35,10 +37,10 @@ def map_usage(usage: JSON | None) -> JSON | None:
     """Messages ``usage`` -> Responses ``usage``; None when there was none."""
     if not usage:
         return None
-    uncached = _count(usage.get("input_tokens"))
-    reads = _count(usage.get("cache_read_input_tokens"))
-    writes = _count(usage.get("cache_creation_input_tokens"))
-    output = _count(usage.get("output_tokens"))
+    uncached = token_count(usage.get("input_tokens"))
+    reads = token_count(usage.get("cache_read_input_tokens"))
+    writes = token_count(usage.get("cache_creation_input_tokens"))
+    output = token_count(usage.get("output_tokens"))
     input_tokens = uncached + reads + writes
     return {
         "input_tokens": input_tokens,
@@ -57,9 +59,6 @@ def merge_usage(usage: JSON | None, update: Any) -> JSON | None:
     merged.update({key: value for key, value in update.items() if value is not None})
     return merged
 
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def message_events(message: JSON) -> list[JSON]:

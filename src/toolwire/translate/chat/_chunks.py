@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from toolwire.protocol import token_count
+
 from .._calls import CallFragment
 
 JSON = dict[str, Any]
@@ -147,8 +149,8 @@ def map_usage(usage: JSON | None) -> JSON | None:
         return None
     prompt_details = usage.get("prompt_tokens_details") or {}
     completion_details = usage.get("completion_tokens_details") or {}
-    input_tokens = _count(usage.get("prompt_tokens"))
-    output_tokens = _count(usage.get("completion_tokens"))
+    input_tokens = token_count(usage.get("prompt_tokens"))
+    output_tokens = token_count(usage.get("completion_tokens"))
     cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
     if cached is None:
         cached = usage.get("prompt_cache_hit_tokens")  # DeepSeek
@@ -162,19 +164,14 @@ def map_usage(usage: JSON | None) -> JSON | None:
     return {
         "input_tokens": input_tokens,
         "input_tokens_details": {
-            "cached_tokens": _count(cached),
-            "cache_write_tokens": _count(cache_write),
+            "cached_tokens": token_count(cached),
+            "cache_write_tokens": token_count(cache_write),
         },
         "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": _count(reasoning)},
-        "total_tokens": _count(total) if total is not None else input_tokens + output_tokens,
+        "output_tokens_details": {"reasoning_tokens": token_count(reasoning)},
+        "total_tokens": token_count(total) if total is not None else input_tokens + output_tokens,
     }
 
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return max(int(value), 0)
 
 
 # ---------------------------------------------------------------- <think> tags
