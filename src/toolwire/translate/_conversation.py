@@ -56,6 +56,7 @@ from toolwire.protocol import (
     ToolSearchOutputItem,
 )
 
+from ._growing import GrowingMap, GrowingSet
 from ._notes import Notes
 from ._tools import loaded_tools_listing
 from .tool_table import UpstreamToolTable, upstream_call_id
@@ -116,14 +117,14 @@ class SavedWalk(NamedTuple, Generic[M, R]):
 
     walked: int
     system: tuple[str, ...]
-    messages: tuple[M, ...]
+    messages: Sequence[M]
     turn: ToolTurn[M] | None  # its message is the last of ``messages``
     reasoning: tuple[R, ...]
     reasoning_at: tuple[str, ...]
-    called: set[str]
-    outputs: dict[str, tuple[int, OutputItem]]
-    passed_outputs: set[str]
-    emitted_calls: set[str]
+    called: GrowingSet
+    outputs: GrowingMap[tuple[int, OutputItem]]
+    passed_outputs: GrowingSet
+    emitted_calls: GrowingSet
     notes: Notes
 
 
@@ -151,10 +152,11 @@ class ConversationWalker(ABC, Generic[M, A, R]):
         self._turn: ToolTurn[M] | None = None
         self._reasoning: list[R] = []
         self._reasoning_at: list[str] = []
-        self._called: set[str] = set()
-        self._outputs: dict[str, tuple[int, OutputItem]] = {}
-        self._passed_outputs: set[str] = set()
-        self._emitted_calls: set[str] = set()
+        # What a resumed walk shares with the walk it resumes, growing only its own part.
+        self._called = GrowingSet()
+        self._outputs: GrowingMap[tuple[int, OutputItem]] = GrowingMap()
+        self._passed_outputs = GrowingSet()
+        self._emitted_calls = GrowingSet()
 
     def walk(self) -> None:
         """Handle the items not walked yet, in order: the one place the kinds of item are
@@ -186,25 +188,24 @@ class ConversationWalker(ABC, Generic[M, A, R]):
 
     def _save_walk(self) -> SavedWalk[M, R]:
         """The state after ``walk``, before the end (ask only when ``_savable``)."""
-        messages = self._messages
+        messages = self._messages.copy()  # kept read-only; one copy: a long history has thousands
         turn = self._turn
         if messages:
-            last = self._own_copy(messages[-1])
-            messages = [*messages[:-1], last]
+            last = messages[-1] = self._own_copy(messages[-1])
             if turn is not None:
                 turn = ToolTurn(last, list(turn.calls), set(turn.awaiting), turn.accepts_calls)
         return SavedWalk(
             walked=self._walked,
             system=tuple(self._system),
-            messages=tuple(messages),
+            messages=messages,
             turn=turn,
             reasoning=tuple(self._reasoning),
             reasoning_at=tuple(self._reasoning_at),
-            # the end only reads these: handed over as they are
-            called=self._called,
-            outputs=self._outputs,
-            passed_outputs=self._passed_outputs,
-            emitted_calls=self._emitted_calls,
+            # the end only reads these: handed over as they are, their additions merged when due
+            called=self._called.settled(),
+            outputs=self._outputs.settled(),
+            passed_outputs=self._passed_outputs.settled(),
+            emitted_calls=self._emitted_calls.settled(),
             notes=self._notes.copy(),
         )
 
@@ -219,10 +220,10 @@ class ConversationWalker(ABC, Generic[M, A, R]):
                 self._turn = ToolTurn(last, list(turn.calls), set(turn.awaiting), turn.accepts_calls)
         self._reasoning = list(saved.reasoning)
         self._reasoning_at = list(saved.reasoning_at)
-        self._called = set(saved.called)
-        self._outputs = dict(saved.outputs)
-        self._passed_outputs = set(saved.passed_outputs)
-        self._emitted_calls = set(saved.emitted_calls)
+        self._called = saved.called.grown()
+        self._outputs = saved.outputs.grown()
+        self._passed_outputs = saved.passed_outputs.grown()
+        self._emitted_calls = saved.emitted_calls.grown()
         self._notes.extend(saved.notes)
 
     def _own_copy(self, message: M) -> M:

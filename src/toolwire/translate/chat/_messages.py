@@ -127,12 +127,14 @@ class MessageBuilder(ConversationWalker[ChatMessage, str, str]):
         return self.finish()
 
     def finish(self) -> list[ChatMessage]:
-        """The messages: the open turn closed, the system texts in one leading message."""
+        """The messages: the open turn closed, the system texts in one leading message.
+        The builder's last step: its list of messages becomes the request's."""
         self._end_walk()
-        self._add_default_fields(len(self._messages))
-        if not self._system:
-            return self._messages
-        return [_system_message(self._system), *self._messages]
+        messages = self._messages
+        self._add_default_fields(len(messages))
+        if self._system:  # in place: a long history's thousands of messages are not copied
+            messages.insert(0, _system_message(self._system))
+        return messages
 
     def save(self) -> SavedBuild | None:
         """The state after ``walk``, before ``finish``, for a request continuing these items;
