@@ -17,8 +17,9 @@ Keys are strings, values anything; only what the walk asks is here (``in``, ``ad
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Self, TypeVar
 
 V = TypeVar("V")
 B = TypeVar("B", bound=Collection[str])  # the base's type
@@ -28,11 +29,7 @@ _MERGE_SHARE = 8  # merge what was added into the base once it is 1/8 of it ...
 _MERGE_AT_LEAST = 32  # ... and at least this many entries (a short history merges seldom)
 
 
-def _merge_due(added: int, base: int) -> bool:
-    return added >= _MERGE_AT_LEAST and added * _MERGE_SHARE >= base
-
-
-class _Growing(Generic[B, A]):
+class _Growing(ABC, Generic[B, A]):
     """A shared ``_base`` and what this walk ``_added``: no key is in both."""
 
     __slots__ = ("_added", "_base")
@@ -49,6 +46,17 @@ class _Growing(Generic[B, A]):
     def __iter__(self) -> Iterator[str]:
         yield from self._base
         yield from self._added
+
+    def settled(self) -> Self:
+        """This value to keep, read-only: its additions merged into a new base when due."""
+        added = len(self._added)
+        if added >= _MERGE_AT_LEAST and added * _MERGE_SHARE >= len(self._base):
+            return self._merged()
+        return self
+
+    @abstractmethod
+    def _merged(self) -> Self:
+        """A value whose base holds this one's base and additions."""
 
 
 class GrowingSet(_Growing[frozenset[str], set[str]]):
@@ -68,11 +76,8 @@ class GrowingSet(_Growing[frozenset[str], set[str]]):
         """A copy to add to: the base shared, what was added copied."""
         return GrowingSet(self._base, set(self._added))
 
-    def settled(self) -> GrowingSet:
-        """This set to keep, read-only: its additions merged into a new base when due."""
-        if _merge_due(len(self._added), len(self._base)):
-            return GrowingSet(self._base | self._added)
-        return self
+    def _merged(self) -> GrowingSet:
+        return GrowingSet(self._base | self._added)
 
 
 class GrowingMap(_Growing[dict[str, V], dict[str, V]]):
@@ -103,8 +108,5 @@ class GrowingMap(_Growing[dict[str, V], dict[str, V]]):
         """A copy to add to: the base shared, what was added copied."""
         return GrowingMap(self._base, dict(self._added))
 
-    def settled(self) -> GrowingMap[V]:
-        """This map to keep, read-only: its additions merged into a new base when due."""
-        if _merge_due(len(self._added), len(self._base)):
-            return GrowingMap({**self._base, **self._added})
-        return self
+    def _merged(self) -> GrowingMap[V]:
+        return GrowingMap({**self._base, **self._added})

@@ -11,51 +11,34 @@ from __future__ import annotations
 _MAX_DETAILS = 5
 
 
-class _Places:
-    """Where a warning happened: the first ``_MAX_DETAILS`` places, and how many in all."""
-
-    __slots__ = ("count", "shown")
-
-    def __init__(self) -> None:
-        self.shown: list[str] = []
-        self.count = 0
-
-    def add(self, where: str) -> None:
-        if len(self.shown) < _MAX_DETAILS:
-            self.shown.append(where)
-        self.count += 1
-
-    def add_all(self, other: _Places) -> None:
-        """``other``'s places, as if noted here after these."""
-        self.shown.extend(other.shown[: _MAX_DETAILS - len(self.shown)])
-        self.count += other.count
-
-
 class Notes:
     """Warnings (with where they happened) and conversion labels, each kept once, in order."""
 
+    __slots__ = ("_conversions", "_counts", "_warnings")
+
     def __init__(self) -> None:
-        self._warnings: dict[str, _Places] = {}
+        self._warnings: dict[str, list[str]] = {}  # what -> its first _MAX_DETAILS places
+        self._counts: dict[str, int] = {}  # what -> how many places in all
         self._conversions: dict[str, None] = {}
 
     def warn(self, what: str, where: str | None = None) -> None:
-        places = self._warnings.get(what)
-        if places is None:
-            places = self._warnings[what] = _Places()
+        shown = self._warnings.setdefault(what, [])
         if where is not None:
-            places.add(where)
+            if len(shown) < _MAX_DETAILS:
+                shown.append(where)
+            self._counts[what] = self._counts.get(what, 0) + 1
 
     def convert(self, label: str) -> None:
         self._conversions[label] = None
 
     def warnings(self) -> list[str]:
         lines = []
-        for what, places in self._warnings.items():
-            if not places.count:
+        for what, shown in self._warnings.items():
+            if not shown:
                 lines.append(what)
                 continue
-            more = places.count - len(places.shown)
-            lines.append(f"{what}: {', '.join(places.shown)}" + (f" and {more} more" if more > 0 else ""))
+            more = self._counts[what] - len(shown)
+            lines.append(f"{what}: {', '.join(shown)}" + (f" and {more} more" if more > 0 else ""))
         return lines
 
     def conversions(self) -> list[str]:
@@ -68,10 +51,10 @@ class Notes:
 
     def extend(self, other: Notes) -> None:
         """Note everything ``other`` noted, as if it had been noted here, in its order."""
-        warnings = self._warnings
-        for what, places in other._warnings.items():
-            mine = warnings.get(what)
-            if mine is None:
-                mine = warnings[what] = _Places()
-            mine.add_all(places)
+        warnings, counts = self._warnings, self._counts
+        for what, shown in other._warnings.items():
+            mine = warnings.setdefault(what, [])
+            if shown:
+                mine.extend(shown[: _MAX_DETAILS - len(mine)])
+                counts[what] = counts.get(what, 0) + other._counts[what]
         self._conversions.update(other._conversions)
