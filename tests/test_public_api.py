@@ -74,6 +74,7 @@ PROTOCOL_ALL = [
     "WireModel",
     "dump_item",
     "encode_event",
+    "encode_events",
     "parse_event",
     "parse_item",
     "parse_request",

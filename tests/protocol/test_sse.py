@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolwire.protocol import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event
+from toolwire.protocol import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event, encode_events
 from toolwire.protocol._sse import _FRAME_STARTS, _MAX_FRAME_STARTS
 
 
@@ -184,6 +184,20 @@ def test_encode_event_shape() -> None:
     assert encode_event(b'{"a":1}') == b'data: {"a":1}\n\n'
     assert encode_event("a\nb") == b"data: a\ndata: b\n\n"
     assert encode_event(b"a\r\nb") == b"data: a\ndata: b\n\n"
+
+
+def test_encode_events_is_the_frames_one_after_the_other() -> None:
+    frames = [(b'{"a":1}', "response.created"), (b"x\ny", "two.lines"), (b"z\rw", None), (b"", "empty"), (b"{}", None)]
+    assert encode_events(frames) == b"".join(encode_event(data, event) for data, event in frames) == (
+        b'event: response.created\ndata: {"a":1}\n\n'
+        b"event: two.lines\ndata: x\ndata: y\n\n"
+        b"data: z\ndata: w\n\n"
+        b"event: empty\ndata: \n\n"
+        b"data: {}\n\n"
+    )
+    assert encode_events([]) == b""
+    with pytest.raises(ValueError, match="line break"):
+        encode_events([(b"{}", "a\nb")])
 
 
 def test_encode_event_rejects_line_break_in_event_name() -> None:

@@ -54,7 +54,7 @@ from ._items import (
     parse_item,
 )
 from ._request import ResponsesRequest, parse_request
-from ._sse import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event
+from ._sse import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event, encode_events
 from ._stream_reader import ResponseStreamReader
 from ._tools import (
     CustomTool,
@@ -131,6 +131,7 @@ __all__ = [
     "WireModel",
     "dump_item",
     "encode_event",
+    "encode_events",
     "parse_event",
     "parse_item",
     "parse_request",

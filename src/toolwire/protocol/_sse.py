@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import codecs
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -244,11 +244,24 @@ def encode_event(data: bytes | str, event: str | None = None) -> bytes:
     start = _frame_start(event)
     if isinstance(data, bytes):
         if _LF not in data and _CR not in data:
-            return start + data + b"\n\n"
+            return b"".join((start, data, b"\n\n"))  # the data copied once (a + b + c copies it twice)
         data = data.decode()
     lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     head_text = f"event: {event}\n" if event else ""
     return (head_text + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
+
+
+def encode_events(frames: Iterable[tuple[bytes, str | None]]) -> bytes:
+    """The SSE frames of ``(data, event)`` pairs, one after the other: what joining their
+    ``encode_event`` gives, with each event's data copied once instead of twice (a stream's
+    events are written in one piece, and a Response echoing Codex's tools is 10 kB)."""
+    parts: list[bytes] = []
+    for data, event in frames:
+        if _LF in data or _CR in data:
+            parts.append(encode_event(data, event))
+        else:
+            parts += (_frame_start(event), data, b"\n\n")
+    return b"".join(parts)
 
 
 def _frame_start(event: str | None) -> bytes:

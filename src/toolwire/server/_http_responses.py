@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from toolwire.protocol import encode_event
+from toolwire.protocol import encode_events
 from toolwire.translate import dumps_event
 
 from ._asgi import ClientDisconnected, read_body, send_bytes
@@ -82,7 +82,7 @@ class SseTransport:
         await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
 
     async def send_events(self, events: list[Any], *, last: bool) -> None:
-        payload = b"".join([encode_event(dumps_event(event), event["type"]) for event in events])
+        payload = encode_events([(dumps_event(event), event["type"]) for event in events])
         await self._send({"type": "http.response.body", "body": payload, "more_body": not last})
 
     async def client_gone(self) -> None:
