@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolwire.protocol import ServerSentEvent, SSEDecoder, SSELimitExceeded, encode_event, encode_events
+from toolwire.protocol import (
+    ServerSentEvent,
+    SSEDecoder,
+    SSELimitExceeded,
+    encode_event,
+    encode_events,
+)
 from toolwire.protocol._sse import _FRAME_STARTS, _MAX_FRAME_STARTS
 
 
