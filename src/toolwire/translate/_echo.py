@@ -306,7 +306,6 @@ def _one_of(value: Any, allowed: Sequence[str], default: str) -> str:
     return value if value in allowed else default
 
 
-
 RESPONSE_DEFAULTS: JSON = echo_request(ResponsesRequest(model="-"))
 """The request's part of a Response when nothing is known of the request (shared: do not
 change)."""

@@ -11,8 +11,8 @@ that saves merges that into a new base once it is an eighth of the base (``settl
 so a turn costs about what it adds, and the merges add a constant share.
 
 Keys are strings, values anything; only what the walk asks is here (``in``, ``add``,
-``get``, ``[]``, ``setdefault``). What a save keeps is read-only, like the rest of a
-``SavedWalk``.
+``get``, ``[]``, ``setdefault``), and ``len`` and iteration to look one over. What a save
+keeps is read-only, like the rest of a ``SavedWalk``.
 """
 
 from __future__ import annotations

@@ -60,7 +60,6 @@ def merge_usage(usage: JSON | None, update: Any) -> JSON | None:
     return merged
 
 
-
 def message_events(message: JSON) -> list[JSON]:
     """The stream events equivalent to a whole Message (or its error body)."""
     if message.get("type") == "error":

@@ -173,7 +173,6 @@ def map_usage(usage: JSON | None) -> JSON | None:
     }
 
 
-
 # ---------------------------------------------------------------- <think> tags
 
 
