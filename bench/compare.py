@@ -3,6 +3,7 @@
     python -m bench.compare HEAD~3 HEAD                # git revisions of this checkout
     python -m bench.compare HEAD~1 HEAD --body v1 --rounds 6
     python -m bench.compare /elsewhere/src HEAD       # a directory holding the toolwire package
+    python -m bench.compare HEAD~1 HEAD --body v1 --connections 256 --pace-ms 20   # paced streams
 
 Full runs (``bench.run``) take twenty minutes and move by more than a small change between
 one run and the next on a shared machine. This measures only what a change is about: each
@@ -12,6 +13,12 @@ once, and wrk runs against each in turn at ``--connections``, the order alternat
 round to round. A version's figures are the medians of its rounds; so is its ratio to the
 first version, taken round by round (each run beside the first version's run of the same
 round), which cancels most of the machine's drift.
+
+The canned upstream writes its events back to back, so a loaded gateway reads most of an
+answer at once and what a request costs as a whole shows. With ``--pace-ms`` it writes them
+that far apart, as a model generating tokens does: each event is read alone, and what the
+gateway spends per event shows (the requests per second are then set by the pace and the
+connections, so the CPU per request is the figure to read).
 
 A git revision's ``src`` is extracted (``git archive``) under the work directory; each
 version is served from its ``src`` with ``PYTHONPATH``, ahead of the installed package. Its
@@ -84,14 +91,15 @@ def slug(name: str) -> str:
 
 
 def compare(versions: list[Version], *, body_name: str, connections: int, duration: float, rounds: int,
-            work: Path) -> None:
+            work: Path, pace_ms: float = 0.0) -> None:
     work.mkdir(parents=True, exist_ok=True)
     body = bodies.build(body_name)
     body_path = work / f"{body_name}.json"
     body_path.write_bytes(body.data)
     script = wrk.write_script(work / f"{body_name}.lua", body_path,
                               {**body.headers, "Content-Type": "application/json"}, wrk.GATEWAY_MARKER)
-    with procs.upstream_service(work, "--reply", "text", "--write-per-event") as upstream:
+    writes = ("--pace-ms", f"{pace_ms:g}") if pace_ms > 0 else ("--write-per-event",)
+    with procs.upstream_service(work, "--reply", "text", *writes) as upstream:
         gateways: list[procs.Service] = []
         try:
             for version in versions:
@@ -110,7 +118,7 @@ def compare(versions: list[Version], *, body_name: str, connections: int, durati
         finally:
             for gateway in gateways:
                 gateway.stop()
-    print(report(versions, body_name=body_name, connections=connections, duration=duration))
+    print(report(versions, body_name=body_name, connections=connections, duration=duration, pace_ms=pace_ms))
 
 
 def _run(gateway: procs.Service, script: Path, connections: int, duration: float, work: Path) -> wrk.WrkResult:
@@ -119,12 +127,13 @@ def _run(gateway: procs.Service, script: Path, connections: int, duration: float
                    cpu_seconds=procs.cpu_seconds)
 
 
-def report(versions: list[Version], *, body_name: str, connections: int, duration: float) -> str:
+def report(versions: list[Version], *, body_name: str, connections: int, duration: float, pace_ms: float = 0.0) -> str:
     """A Markdown table: each version's medians, and its ratios to the first one."""
     first = versions[0]
+    streaming = f"its events {pace_ms:g} ms apart" if pace_ms > 0 else "event by event"
     lines = [
         f"{body_name.upper()} body, {connections} connections, {len(first.rps)} round(s) of {duration:g} s, "
-        "upstream streaming event by event; medians of the rounds",
+        f"upstream streaming {streaming}; medians of the rounds",
         "",
         f"| version | requests/s | CPU per request | CPU per request ÷ {first.name}'s, per round | errors |",
         "| --- | ---: | ---: | --- | ---: |",
@@ -160,12 +169,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--pace-ms", type=float, default=0.0, metavar="MS",
+                        help="the upstream writes a stream's events MS milliseconds apart (default: back to back)")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
     args = parse_versions(parser, argv)
+    if args.pace_ms < 0:
+        parser.error("--pace-ms cannot be negative")
     work = args.work_dir.resolve()
     versions = [Version(name, source_of(name, work)) for name in args.versions]
     compare(versions, body_name=args.body, connections=args.connections, duration=args.duration,
-            rounds=args.rounds, work=work)
+            rounds=args.rounds, work=work, pace_ms=args.pace_ms)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The benchmark's canned Chat Completions upstream: a raw HTTP/1.1 server built to be fast.
 
-    python -m bench.upstream [--port 0] [--reply text|tool] [--chunks 40] [--write-per-event] [--hold]
+    python -m bench.upstream [--port 0] [--reply text|tool] [--chunks 40] [--write-per-event] [--pace-ms MS] [--hold]
 
 It answers ``POST .../chat/completions`` with pre-encoded bytes, so that what a benchmark
 measures is the client or the gateway in front of it, not this server:
@@ -12,7 +12,11 @@ measures is the client or the gateway in front of it, not this server:
   (``choices: []``) and ``data: [DONE]``. The whole answer goes out in one
   ``transport.write``: a ``send`` costs about 5 us on a small VM, and one per event would
   make this server, not the gateway, the bottleneck (~4k instead of ~45k requests/s).
-  ``--write-per-event`` writes each event separately, as a server flushing tokens would;
+  ``--write-per-event`` writes each event separately, as a server flushing tokens would,
+  but back to back, so a loaded client finds most of the answer in one read;
+  ``--pace-ms MS`` writes each event ``MS`` milliseconds after the one before it, as a model
+  generating tokens does: each event is read on its own, and what a client spends per event
+  shows (the time between events is then the answer's length, so compare CPU, not requests/s);
 * not streaming: the same answer as one ``chat.completion`` JSON body;
 * ``GET .../models``: a one-model list. Anything else: 404.
 
@@ -191,10 +195,14 @@ def _tool_arguments(parameters: Any) -> str:
 
 # --------------------------------------------------------------------------- server
 class Upstream:
-    def __init__(self, reply: str = "text", chunks: int = 40, per_event: bool = False, hold: bool = False) -> None:
+    def __init__(
+        self, reply: str = "text", chunks: int = 40, per_event: bool = False, hold: bool = False, pace: float = 0.0
+    ) -> None:
+        """``pace``: seconds between the events of a stream (0: written back to back)."""
         self.reply = reply
         self.chunks = chunks
         self.per_event = per_event
+        self.pace = pace
         self.hold = hold
         self.text = Answer(text_chunks(chunks))
         self._tool_answers: dict[bytes, Answer] = {}
@@ -320,6 +328,9 @@ class Connection(asyncio.Protocol):
                     self.held = True
                     server.held.add(transport)
                     return
+                if server.pace > 0:
+                    _paced(transport, answer.stream_writes[close], server.pace, close)
+                    return  # (a closing connection is closed after its last write)
                 if server.per_event:
                     for write in answer.stream_writes[close]:
                         transport.write(write)
@@ -340,6 +351,23 @@ class Connection(asyncio.Protocol):
             self.transport.write(_BAD_REQUEST)
             self.transport.close()
             self.transport = None
+
+
+def _paced(transport: asyncio.Transport, writes: list[bytes], pace: float, close: bool) -> None:
+    """Each of ``writes`` ``pace`` seconds after the one before it (the first at once), then
+    the connection closed if ``close``; nothing more once the client has gone."""
+    loop = asyncio.get_running_loop()
+
+    def write(index: int) -> None:
+        if transport.is_closing():
+            return
+        transport.write(writes[index])
+        if index + 1 < len(writes):
+            loop.call_later(pace, write, index + 1)
+        elif close:
+            transport.close()
+
+    write(0)
 
 
 def _take_chunked(buffer: bytearray) -> bytes | None:
@@ -392,9 +420,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reply", choices=("text", "tool"), default="text")
     parser.add_argument("--chunks", type=int, default=40, help="text fragments (or argument fragments) per answer")
     parser.add_argument("--write-per-event", action="store_true", help="one write per SSE event instead of one per answer")
+    parser.add_argument("--pace-ms", type=float, default=0.0, metavar="MS",
+                        help="write a stream's events MS milliseconds apart, as a model generating tokens does")
     parser.add_argument("--hold", action="store_true", help="keep streams open after their first text chunk")
     args = parser.parse_args(argv)
-    upstream = Upstream(reply=args.reply, chunks=args.chunks, per_event=args.write_per_event, hold=args.hold)
+    if args.pace_ms < 0:
+        parser.error("--pace-ms cannot be negative")
+    upstream = Upstream(
+        reply=args.reply, chunks=args.chunks, per_event=args.write_per_event, hold=args.hold, pace=args.pace_ms / 1000
+    )
     coroutine = serve(args.host, args.port, upstream)
     try:
         import uvloop

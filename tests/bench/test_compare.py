@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,21 @@ def test_a_version_is_a_source_directory_or_a_revision(tmp_path: Path) -> None:
     assert source_of("HEAD", tmp_path) == head and (head / "toolwire" / "marker").exists()  # extracted once
     with pytest.raises(SystemExit, match="nor a git revision"):
         source_of("no-such-revision-or-directory", tmp_path)
+
+
+def test_a_paced_upstream_is_compared_and_said(tmp_path: Path) -> None:
+    """With ``--pace-ms`` the upstream spaces its events; every request still completes (a
+    stream cut short would count as an error), and the report says how the upstream wrote."""
+    options = ("--rounds", "1", "--duration", "1", "--connections", "4", "--pace-ms", "2")
+    table = run_head_against_src("bench.compare", "wrk", tmp_path, *options).stdout
+    assert "V1 body, 4 connections, 1 round(s) of 1 s, upstream streaming its events 2 ms apart" in table
+    rows = re.findall(r"^\| (\S+) \| (\d+) \| \d+ µs \| .* \| (\d+) \|$", table, re.M)
+    assert [(name, errors) for name, _, errors in rows] == [("HEAD", "0"), (str(ROOT / "src"), "0")]
+    # 4 connections, each answer ~43 gaps of 2 ms: far fewer requests than back to back
+    assert all(0 < int(rps) < 4 / (43 * 0.002) * 1.1 for _, rps, _ in rows), table
+
+
+def test_the_pace_cannot_be_negative(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "bench.compare", "HEAD", "--pace-ms", "-1", "--work-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "--pace-ms cannot be negative" in result.stderr
