@@ -16,7 +16,9 @@ measures is the client or the gateway in front of it, not this server:
   but back to back, so a loaded client finds most of the answer in one read;
   ``--pace-ms MS`` writes each event ``MS`` milliseconds after the one before it, as a model
   generating tokens does: each event is read on its own, and what a client spends per event
-  shows (the time between events is then the answer's length, so compare CPU, not requests/s);
+  shows (the time between events is then the answer's length, so compare CPU, not requests/s;
+  a client that pipelines requests on one connection would get paced answers interleaved:
+  wrk and the gateways send the next request only after the answer);
 * not streaming: the same answer as one ``chat.completion`` JSON body;
 * ``GET .../models``: a one-model list. Anything else: 404.
 
