@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bodies, procs, wrk
+from .upstream import pace_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,12 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--pace-ms", type=float, default=0.0, metavar="MS",
+    parser.add_argument("--pace-ms", type=pace_ms, default=0.0, metavar="MS",
                         help="the upstream writes a stream's events MS milliseconds apart (default: back to back)")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
     args = parse_versions(parser, argv)
-    if args.pace_ms < 0:
-        parser.error("--pace-ms cannot be negative")
     work = args.work_dir.resolve()
     versions = [Version(name, source_of(name, work)) for name in args.versions]
     compare(versions, body_name=args.body, connections=args.connections, duration=args.duration,

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import signal
 import sys
 from typing import Any, cast
@@ -372,6 +373,15 @@ def _paced(transport: asyncio.Transport, writes: list[bytes], pace: float, close
     write(0)
 
 
+def pace_ms(text: str) -> float:
+    """An argparse type for ``--pace-ms`` (here and in ``bench.compare``): milliseconds,
+    a finite number, 0 or more."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError("--pace-ms cannot be negative (nor infinite, nor NaN)")
+    return value
+
+
 def _take_chunked(buffer: bytearray) -> bytes | None:
     """A whole chunked body from the front of ``buffer`` (removed), or None if incomplete."""
     body = bytearray()
@@ -422,12 +432,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reply", choices=("text", "tool"), default="text")
     parser.add_argument("--chunks", type=int, default=40, help="text fragments (or argument fragments) per answer")
     parser.add_argument("--write-per-event", action="store_true", help="one write per SSE event instead of one per answer")
-    parser.add_argument("--pace-ms", type=float, default=0.0, metavar="MS",
+    parser.add_argument("--pace-ms", type=pace_ms, default=0.0, metavar="MS",
                         help="write a stream's events MS milliseconds apart, as a model generating tokens does")
     parser.add_argument("--hold", action="store_true", help="keep streams open after their first text chunk")
     args = parser.parse_args(argv)
-    if args.pace_ms < 0:
-        parser.error("--pace-ms cannot be negative")
     upstream = Upstream(
         reply=args.reply, chunks=args.chunks, per_event=args.write_per_event, hold=args.hold, pace=args.pace_ms / 1000
     )

@@ -4,7 +4,10 @@ is checked from below only (a loaded machine only ever makes it longer)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -13,6 +16,8 @@ import pytest
 import uvloop
 
 from bench import upstream as canned
+
+from .comparisons import ROOT
 
 T = TypeVar("T")
 PACE = 0.005
@@ -90,7 +95,15 @@ def test_a_client_that_leaves_mid_stream_stops_the_writes() -> None:
     assert errors == []
 
 
-def test_the_pace_cannot_be_negative(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        canned.main(["--pace-ms", "-1"])
-    assert "--pace-ms cannot be negative" in capsys.readouterr().err
+def test_the_pace_cannot_be_negative() -> None:
+    """Run as a process: a server that took the pace would serve, not exit."""
+    command = [sys.executable, "-m", "bench.upstream", "--port", "0", "--pace-ms", "-1"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 2 and "--pace-ms cannot be negative" in result.stderr
+
+
+@pytest.mark.parametrize("text", ["-0.5", "nan", "inf", "-inf"])
+def test_a_pace_is_a_finite_number_of_milliseconds(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot be negative"):
+        canned.pace_ms(text)
+    assert canned.pace_ms("0") == 0.0 and canned.pace_ms("20") == 20.0
