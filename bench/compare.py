@@ -99,8 +99,7 @@ def compare(versions: list[Version], *, body_name: str, connections: int, durati
     body_path.write_bytes(body.data)
     script = wrk.write_script(work / f"{body_name}.lua", body_path,
                               {**body.headers, "Content-Type": "application/json"}, wrk.GATEWAY_MARKER)
-    writes = ("--pace-ms", f"{pace_ms:g}") if pace_ms > 0 else ("--write-per-event",)
-    with procs.upstream_service(work, "--reply", "text", *writes) as upstream:
+    with procs.upstream_service(work, "--reply", "text", *upstream_writes(pace_ms)) as upstream:
         gateways: list[procs.Service] = []
         try:
             for version in versions:
@@ -131,10 +130,9 @@ def _run(gateway: procs.Service, script: Path, connections: int, duration: float
 def report(versions: list[Version], *, body_name: str, connections: int, duration: float, pace_ms: float = 0.0) -> str:
     """A Markdown table: each version's medians, and its ratios to the first one."""
     first = versions[0]
-    streaming = f"its events {pace_ms:g} ms apart" if pace_ms > 0 else "event by event"
     lines = [
         f"{body_name.upper()} body, {connections} connections, {len(first.rps)} round(s) of {duration:g} s, "
-        f"upstream streaming {streaming}; medians of the rounds",
+        f"upstream streaming {streaming(pace_ms)}; medians of the rounds",
         "",
         f"| version | requests/s | CPU per request | CPU per request ÷ {first.name}'s, per round | errors |",
         "| --- | ---: | ---: | --- | ---: |",
@@ -146,6 +144,23 @@ def report(versions: list[Version], *, body_name: str, connections: int, duratio
             f"{statistics.median(ratios):.3f} ({', '.join(f'{r:.3f}' for r in ratios)}) | {version.errors} |"
         )
     return "\n".join(lines)
+
+
+def upstream_writes(pace_ms: float) -> tuple[str, ...]:
+    """The canned upstream's options for ``--pace-ms``: its events that far apart, or
+    each written on its own, back to back (0)."""
+    return ("--pace-ms", f"{pace_ms:g}") if pace_ms > 0 else ("--write-per-event",)
+
+
+def streaming(pace_ms: float) -> str:
+    """How the upstream streams, as a report's heading says it."""
+    return f"its events {pace_ms:g} ms apart" if pace_ms > 0 else "event by event"
+
+
+def pace_option(parser: argparse.ArgumentParser) -> None:
+    """``--pace-ms``, as every comparison takes it."""
+    parser.add_argument("--pace-ms", type=pace_ms, default=0.0, metavar="MS",
+                        help="the upstream writes a stream's events MS milliseconds apart (default: back to back)")
 
 
 def version_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
@@ -170,8 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--pace-ms", type=pace_ms, default=0.0, metavar="MS",
-                        help="the upstream writes a stream's events MS milliseconds apart (default: back to back)")
+    pace_option(parser)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
     args = parse_versions(parser, argv)
     work = args.work_dir.resolve()

@@ -2,15 +2,18 @@
 
     python -m bench.instructions HEAD~1 HEAD            # git revisions of this checkout
     python -m bench.instructions HEAD /elsewhere/src --body v1 --requests 640
+    python -m bench.instructions HEAD~1 HEAD --pace-ms 20 --connections 8   # paced streams
 
 On a shared machine the CPU time of a request moves by a third from one minute to the
 next (``bench.compare``'s rounds of one version range from 650 to 1,000 µs), so a change
 worth a few percent cannot be seen in it. The instructions a request executes hardly move:
 each version is served by its own ``toolwire serve`` (one worker) under valgrind's
 callgrind, before one canned upstream streaming event by event (``bench.run``'s first
-case); a client sends it ``--warmup`` requests (the history is learned, the caches are
-filled), then the count is switched on for ``--requests`` requests, ``--connections`` at a
-time, and off again. Two runs of one version agree within about 1 %.
+case; with ``--pace-ms``, its events that far apart, so that each is read alone and what
+an event costs is counted); a client sends it ``--warmup`` requests (the history is
+learned, the caches are filled), then the count is switched on for ``--requests``
+requests, ``--connections`` at a time, and off again. Two runs of one version agree
+within about 1 %.
 
 What it does not see: the time the kernel spends (the sockets' system calls, about an
 eighth of the gateway's CPU), and what waiting costs (cache misses). Under valgrind a
@@ -40,7 +43,16 @@ from pathlib import Path
 import aiohttp
 
 from . import bodies, procs
-from .compare import ROOT, parse_versions, slug, source_of, version_parser
+from .compare import (
+    ROOT,
+    pace_option,
+    parse_versions,
+    slug,
+    source_of,
+    streaming,
+    upstream_writes,
+    version_parser,
+)
 
 COUNTED_COPIES = "glibc.cpu.x86_rep_movsb_threshold=1000000000:glibc.cpu.x86_rep_stosb_threshold=1000000000"
 """glibc's tunables that keep ``rep movsb`` / ``rep stosb`` out of memcpy and memset."""
@@ -118,12 +130,12 @@ def _total(out: Path) -> int:
     return total
 
 
-def report(counts: list[Count], *, body_name: str, connections: int) -> str:
+def report(counts: list[Count], *, body_name: str, connections: int, pace_ms: float = 0.0) -> str:
     """A Markdown table: each version's instructions per request, and over the first one's."""
     first = counts[0]
     lines = [
         f"{body_name.upper()} body, {first.requests} requests at {connections} connections, "
-        "upstream streaming event by event; instructions counted by callgrind",
+        f"upstream streaming {streaming(pace_ms)}; instructions counted by callgrind",
         "",
         f"| version | instructions per request | ÷ {first.name}'s |",
         "| --- | ---: | ---: |",
@@ -138,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=320, help="requests counted per version")
     parser.add_argument("--warmup", type=int, default=48, help="requests before the count")
     parser.add_argument("--connections", type=int, default=16)
+    pace_option(parser)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "instructions")
     args = parse_versions(parser, argv)
     work = args.work_dir.resolve()
@@ -145,13 +158,13 @@ def main(argv: list[str] | None = None) -> None:
     sources = [(name, source_of(name, work)) for name in args.versions]
     body = bodies.build(args.body)
     counts = []
-    with procs.upstream_service(work, "--reply", "text", "--write-per-event") as upstream:
+    with procs.upstream_service(work, "--reply", "text", *upstream_writes(args.pace_ms)) as upstream:
         for name, source in sources:
             counted = count(name, source, upstream.url + "/v1", body, requests=args.requests, warmup=args.warmup,
                             connections=args.connections, work=work)
             print(f"{name}: {counted.per_request / 1e6:.3f} M instructions per request", file=sys.stderr, flush=True)
             counts.append(counted)
-    print(report(counts, body_name=args.body, connections=args.connections))
+    print(report(counts, body_name=args.body, connections=args.connections, pace_ms=args.pace_ms))
 
 
 if __name__ == "__main__":

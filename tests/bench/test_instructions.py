@@ -5,8 +5,11 @@ callgrind and that its count is a request's, not any figure."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+from bench.compare import upstream_writes
 from bench.instructions import Count, report
 
 from .comparisons import ROOT, run_head_against_src
@@ -32,3 +35,14 @@ def test_the_report_gives_each_version_over_the_first() -> None:
         "V2 body, 10 requests at 16 connections, upstream streaming event by event; instructions counted by callgrind"
     )
     assert table.splitlines()[-2:] == ["| a | 0.300 M | 1.000 |", "| b | 0.270 M | 0.900 |"]
+
+
+def test_a_paced_count_is_said_and_its_pace_given_to_the_upstream(tmp_path: Path) -> None:
+    table = report([Count("a", 6_000_000, 1)], body_name="v1", connections=8, pace_ms=20)
+    assert table.splitlines()[0] == (
+        "V1 body, 1 requests at 8 connections, upstream streaming its events 20 ms apart; instructions counted by callgrind"
+    )
+    assert upstream_writes(20) == ("--pace-ms", "20") and upstream_writes(0) == ("--write-per-event",)
+    command = [sys.executable, "-m", "bench.instructions", "HEAD", "--pace-ms", "-1", "--work-dir", str(tmp_path)]
+    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2 and "--pace-ms cannot be negative" in refused.stderr
