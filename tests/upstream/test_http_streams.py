@@ -17,7 +17,7 @@ from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
-from toolwire.upstream._http import parse_json_object
+from toolwire.upstream._http import StreamStalled, parse_json_object
 
 STREAMED = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
 JSON = dict[str, Any]
@@ -150,6 +150,44 @@ async def test_a_stalled_stream(upstream: ChatUpstream) -> None:
     finally:
         await endpoint.aclose()
     assert (error.message, error.code) == ("The upstream stream stalled for more than 0.3 s.", "upstream_timeout")
+
+
+async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(upstream: ChatUpstream) -> None:
+    """The stream's own watch (``StallWatch``), not aiohttp's timer, ends the wait, and at the
+    timeout: not a second look later."""
+    upstream.enqueue(Stall(1, seconds=30))
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=1.0)
+    loop = asyncio.get_running_loop()
+    try:
+        async with endpoint.stream(STREAMED, parse_json_object) as batches:
+            reading = aiter(batches)
+            await anext(reading)
+            waiting_since = loop.time()
+            with pytest.raises(UpstreamError, match="stalled for more than 1 s") as raised:
+                await anext(reading)
+            waited = loop.time() - waiting_since
+    finally:
+        await endpoint.aclose()
+    assert isinstance(raised.value.__cause__, StreamStalled)
+    assert 0.95 <= waited < 1.7, waited  # the watch looks again at the moment the wait reaches the timeout
+
+
+async def test_a_reader_slower_than_the_timeout_is_no_stall(upstream: ChatUpstream) -> None:
+    """Only the gateway's waiting counts: while it is busy with what it read (its client slow
+    to take the answer), the upstream's silence is no stall, even past the timeout. aiohttp's
+    read timer, which counts from the last bytes received, would have ended this stream."""
+    upstream.enqueue(Stall(1, seconds=2.3, reply=Text("an answer that pauses")))
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=1.0)
+    texts: list[str] = []
+    try:
+        async with endpoint.stream(STREAMED, parse_json_object) as batches:
+            async for batch in batches:
+                if not texts:
+                    await asyncio.sleep(2.0)  # busy, for twice the timeout, after the first batch
+                texts += [chunk["choices"][0]["delta"].get("content") or "" for chunk in batch if chunk["choices"]]
+    finally:
+        await endpoint.aclose()
+    assert "".join(texts) == "an answer that pauses" and batches.ended_cleanly
 
 
 async def limited(upstream: ChatUpstream, limits: UpstreamLimits) -> UpstreamError:

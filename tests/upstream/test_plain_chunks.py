@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -27,14 +26,17 @@ TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "objec
 
 
 class _Content:
-    """The body of an upstream's answer, as ``aiohttp`` hands it on: these reads."""
+    """The body of an upstream's answer, as ``aiohttp``'s ``StreamReader`` hands it on:
+    these reads, then ``b""`` (the end). No read waits, so none can stall."""
 
     def __init__(self, reads: list[bytes]) -> None:
-        self._reads = reads
+        self._reads = iter(reads)
 
-    async def iter_any(self) -> AsyncIterator[bytes]:
-        for data in self._reads:
-            yield data
+    async def readany(self) -> bytes:
+        return next(self._reads, b"")
+
+    def set_exception(self, exc: BaseException) -> None:
+        raise AssertionError(f"a read that does not wait stalled: {exc!r}")
 
 
 class _Response:

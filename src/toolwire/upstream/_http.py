@@ -251,6 +251,7 @@ class OpenStream:
         del body
         self._response = await endpoint.post(raw)
         del raw
+        _stop_socket_read_timer(self._response)  # SSEBatches bounds the body's reads itself
         self._batches = SSEBatches(
             self._response,
             endpoint.read_timeout,
@@ -392,8 +393,16 @@ class SSEBatches:
         decoder = SSEDecoder(max_line_bytes=limits.max_line_bytes, max_event_bytes=limits.max_event_bytes)
         too_long: SSELimitExceeded | None = None
         left = limits.max_stream_bytes
+        content = self._response.content
+        stall = StallWatch(content, self._read_timeout)
+        clock = stall.clock
         try:
-            async for data in self._response.content.iter_any():
+            while True:
+                stall.waiting_since = clock()
+                data = await content.readany()
+                stall.waiting_since = None
+                if not data:
+                    break
                 left -= len(data)
                 if left < 0:
                     raise limits.stream_too_long_error()
@@ -412,6 +421,8 @@ class SSEBatches:
             raise _stream_error(exc, self._read_timeout) from exc
         except SSELimitExceeded as exceeded:
             too_long = exceeded
+        finally:
+            stall.stop()
         if too_long is not None:
             # Raised out here, with no traceback into the decoder: what it held of the
             # line or event is freed now, not when the error is.
@@ -457,6 +468,61 @@ class SSEBatches:
                 self.ended_cleanly = True
                 break
         return batch
+
+
+class StreamStalled(TimeoutError):
+    """No byte of a streamed body came for the read timeout while the gateway waited for one."""
+
+
+class StallWatch:
+    """The read timeout of a streamed body, kept by one timer per stream instead of one per read.
+
+    aiohttp bounds the time between two reads from a socket (``sock_read``) by cancelling
+    and scheduling a timer at every read: about 2 µs, which a stream read event by event
+    (as a model writes its tokens) pays for each of its events. Here the reader says
+    when it starts waiting for bytes (``waiting_since``, from ``clock``) and when it has
+    them (None), and one timer looks at that once per timeout, rescheduled to the moment
+    the current wait would exceed it: a wait that reaches the timeout ends the read
+    with ``StreamStalled`` (through ``StreamReader.set_exception``, as aiohttp's own
+    timer does). Only the gateway's waiting counts: while the client is slow to take
+    the answer, the reader is not waiting and nothing can stall.
+    """
+
+    __slots__ = ("_content", "_handle", "_loop", "_timeout", "clock", "waiting_since")
+
+    def __init__(self, content: aiohttp.StreamReader, timeout: float) -> None:
+        self._content = content
+        self._timeout = timeout
+        self._loop = asyncio.get_running_loop()
+        self.clock = self._loop.time
+        self.waiting_since: float | None = None
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._look)
+
+    def _look(self) -> None:
+        since, now = self.waiting_since, self._loop.time()
+        if since is not None and now - since >= self._timeout:
+            self._handle = None
+            self._content.set_exception(StreamStalled())
+            return
+        # Not waiting: no wait can reach the timeout before one timeout from now.
+        self._handle = self._loop.call_at((now if since is None else since) + self._timeout, self._look)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+def _stop_socket_read_timer(response: aiohttp.ClientResponse) -> None:
+    """Leave the time bound of ``response``'s body to ``StallWatch``: aiohttp's read timer
+    is not set again at each read from the socket, and the one the head's last read set is
+    cancelled (``start_timeout`` with no timeout set only cancels it). The
+    next request on the connection sets its own timeout again."""
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = None
+        protocol.start_timeout()
 
 
 async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float) -> AsyncIterator[bytes]:
