@@ -172,6 +172,26 @@ async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(upstream: 
     assert 0.95 <= waited < 1.7, waited  # the watch looks again at the moment the wait reaches the timeout
 
 
+async def test_a_stall_after_a_busy_stretch_is_found_one_timeout_after_the_wait_began(upstream: ChatUpstream) -> None:
+    """The watch's first look finds the reader busy (its client slow); the next finds it
+    waiting, but not for long enough; the one after that ends the wait, at the timeout."""
+    upstream.enqueue(Stall(1, seconds=30))
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=1.0)
+    loop = asyncio.get_running_loop()
+    try:
+        async with endpoint.stream(STREAMED, parse_json_object) as batches:
+            reading = aiter(batches)
+            await anext(reading)
+            await asyncio.sleep(1.2)  # busy past the first look, one timeout after the stream began
+            waiting_since = loop.time()
+            with pytest.raises(UpstreamError, match="stalled for more than 1 s"):
+                await anext(reading)
+            waited = loop.time() - waiting_since
+    finally:
+        await endpoint.aclose()
+    assert 0.95 <= waited < 1.6, waited  # not one timeout after the look that found it waiting (1.8)
+
+
 async def test_a_reader_slower_than_the_timeout_is_no_stall(upstream: ChatUpstream) -> None:
     """Only the gateway's waiting counts: while it is busy with what it read (its client slow
     to take the answer), the upstream's silence is no stall, even past the timeout. aiohttp's

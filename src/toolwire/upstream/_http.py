@@ -510,7 +510,6 @@ class StallWatch:
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
-            self._handle = None
 
 
 def _stop_socket_read_timer(response: aiohttp.ClientResponse) -> None:
