@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .paced import extra_per_event_us
+
 SECTIONS = (
     "## Summary against the targets",
     "## Throughput and latency",
     "## Ratios",
+    "## Paced streams",
     "## Core cost",
     "## Long sessions",
     "## Memory",
@@ -214,6 +217,7 @@ def render(results: dict[str, Any]) -> str:
         )
     if relay_writes:
         add("")
+    _over_the_relay(add, results, names, short)
     add(ANCHOR)
     add("")
 
@@ -278,6 +282,8 @@ def render(results: dict[str, Any]) -> str:
             add(_row([WRITES[case["writes"]], short[case["body"]], case["connections"], f"`{label}`",
                       f"{up:.0f} µs", f"{tw:.0f} µs", _pct(up / tw) if tw else "-"]))
     add("")
+
+    _paced_streams(add, results, short)
 
     # ------------------------------------------------------------------ core
     add("## Core cost")
@@ -510,4 +516,59 @@ def _long_sessions(add: Any, results: dict[str, Any]) -> None:
         f"`toolwire_history_cache_bytes`) {memory['estimated_mb']:.1f} MB in {memory['entries']:.0f} entries. "
         "It keeps at most `--history-cache-bytes` (128 MiB by default) of such estimates."
     )
+    add("")
+
+
+def _over_the_relay(add: Any, results: dict[str, Any], names: list[str], short: dict[str, str]) -> None:
+    """The summary's lines on toolwire's CPU per request over the bare relay's: figures with
+    no target, which measure toolwire's own work rather than the machine's speed."""
+    load = [c for c in (_case(results, n, 16, "event") for n in names) if "relay" in c]
+    paced = results.get("paced")
+    if not load and not paced:
+        return
+    add("What toolwire costs over the bare relay, in CPU per request (no target is set on these; they measure "
+        "toolwire's own work, where the ratios to direct move with the machine's speed):")
+    add("")
+    bodies = " / ".join(short[n] for n in names)
+    if len(load) == len(names):
+        ratios = " / ".join(f"{case['toolwire_cpu_us'] / case['relay']['relay_cpu_us']:.2f}" for case in load)
+        add(f"- {ratios} ({bodies}), the upstream streaming event by event at 16 connections (most of an answer "
+            "read at once).")
+    if paced:
+        cases = {case["body"]: case for case in paced["cases"]}
+        shown = [cases[n] for n in names if n in cases]
+        ratios = " / ".join(f"{case['cpu_ratio']:.2f}" for case in shown)
+        add(f"- {ratios} ({bodies}), the upstream's events "
+            f"{paced['pace_ms']:g} ms apart at {paced['connections']} connections (each event read alone): "
+            "toolwire " + " / ".join(f"{case['toolwire']['cpu_us']:.0f}" for case in shown)
+            + " µs, the relay " + " / ".join(f"{case['relay']['cpu_us']:.0f}" for case in shown)
+            + " µs; " + " / ".join(f"{extra_per_event_us(case):+.1f}" for case in shown)
+            + " µs per event beyond the relay (see Paced streams).")
+    add("")
+
+
+def _paced_streams(add: Any, results: dict[str, Any], short: dict[str, str]) -> None:
+    paced = results.get("paced")
+    if not paced:
+        return
+    add("## Paced streams")
+    add("")
+    add(f"The canned upstream writes each event of an answer {paced['pace_ms']:g} ms after the one before, as a "
+        f"model generating 200 tokens a second does, so every event is read alone; toolwire and the bare relay "
+        f"each in front of it at {paced['connections']} connections, in turn, the order alternating "
+        "(`bench/paced.py`). The requests per second are set by the pace; the CPU per request is the figure to "
+        "read. Beyond the relay, per event: the difference of the two, spread over the answer's "
+        f"{paced['events']} events (the request's own share included).")
+    add("")
+    add(_row(["body", "toolwire: requests/s, p50", "CPU per request", "relay: requests/s, p50", "CPU per request",
+              "toolwire ÷ relay (per round)", "beyond the relay, per event", "errors"]))
+    add(_row(["---", "---:", "---:", "---:", "---:", "---", "---:", "---:"]))
+    for case in paced["cases"]:
+        mine, theirs = case["toolwire"], case["relay"]
+        add(_row([
+            short[case["body"]], f"{mine['rps']:.0f}, {_ms(mine['p50_ms'])}", f"{mine['cpu_us']:.0f} µs",
+            f"{theirs['rps']:.0f}, {_ms(theirs['p50_ms'])}", f"{theirs['cpu_us']:.0f} µs",
+            f"{case['cpu_ratio']:.2f} ({', '.join(f'{r:.2f}' for r in case['round_ratios'])})",
+            f"{extra_per_event_us(case):+.1f} µs", mine["errors"] + theirs["errors"],
+        ]))
     add("")

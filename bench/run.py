@@ -19,9 +19,12 @@ One run measures, side by side on the same machine:
 3. long sessions (``bench.history``): the added p50 at one connection against history
    length (0, 50, 200, 800 tool turns), a Codex session growing one turn per request,
    and the memory of the history cache;
-4. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
+4. paced streams (``bench.paced``): toolwire and the bare relay in front of an upstream
+   whose events are 5 ms apart, as a model writes them, each read alone: CPU per request
+   side by side, and what toolwire spends per event beyond the relay;
+5. the gateway's RSS with ``--streams`` streams held open (a fresh gateway in front of
    the upstream in ``--hold`` mode);
-5. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
+6. with ``--profile``: py-spy on the gateway during an extra 16-connection run per body.
 
 Scratch files (bodies, Lua scripts, logs, raw wrk output, results.json, profiles) go to
 ``--work-dir`` (bench/out, not versioned).
@@ -45,7 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import core, history, procs, stream_path, wrk
+from . import core, history, paced, procs, stream_path, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
 from .report import render, with_kept_sections
@@ -443,6 +446,9 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 profiles = profile_runs(args, work, bodies, gateway) if args.profile else []
 
+    log(f"paced streams: events {paced.PACE_MS:g} ms apart, {paced.CONNECTIONS} connections, toolwire and the relay")
+    paced_streams = paced.measure(args, work, bodies)
+
     log("long sessions: added latency against history length, the history cache's memory")
     sessions = history.measure(args, work)
 
@@ -470,6 +476,7 @@ def main(argv: list[str] | None = None) -> None:
         ],
         "core": core_result,
         "load": load,
+        "paced": paced_streams,
         "memory": memory,
         "history": sessions,
         "profiles": profiles,

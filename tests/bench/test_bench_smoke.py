@@ -61,6 +61,15 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
             assert re.search(relay_row + rf"{NUMBER} % \| \+?{NUMBER} ms \|", report, re.M), (writes, body)
             assert re.search(relay_row + rf"{NUMBER} µs \| {NUMBER} µs \| {NUMBER} % \|$", report, re.M), (writes, body)
     assert re.search(rf"\| gateway RSS with \d+ open streams[^|]*\| {NUMBER} MB \|", report)
+    # toolwire over the bare relay, in the summary; paced streams, a row per body
+    assert re.search(rf"^- {NUMBER} / {NUMBER} \(V1 / V2\), the upstream streaming event by event at 16 connections",
+                     report, re.M)
+    assert re.search(rf"^- {NUMBER} / {NUMBER} \(V1 / V2\), the upstream's events 5 ms apart at 64 connections "
+                     rf"\(each event read alone\): toolwire {NUMBER} / {NUMBER} µs, the relay {NUMBER} / {NUMBER} µs; "
+                     rf"{NUMBER} / {NUMBER} µs per event beyond the relay", report, re.M)
+    for body in ("V1", "V2"):
+        assert re.search(rf"^\| {body} \| {NUMBER}, {NUMBER} ms \| {NUMBER} µs \| {NUMBER}, {NUMBER} ms \| "
+                         rf"{NUMBER} µs \| {NUMBER} \({NUMBER}\) \| {NUMBER} µs \| 0 \|$", report, re.M), body
     # long sessions: a row per history length, the core's cost per turn, the cache's memory
     assert re.search(r"\| added p50 latency, 1 connection, a session of 800\+ tool turns", report)
     for turns in (0, 50, 200, 800):
@@ -101,6 +110,13 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
             assert row[target]["requests"] > 0 and row[target]["errors"] == 0, (row["turns"], target)
     assert sessions["memory"]["entries"] == sessions["memory"]["sessions"] == 2
     assert sessions["memory"]["continued"] == 2  # each session's second request continued its first
+    paced = results["paced"]
+    assert [case["body"] for case in paced["cases"]] == ["v1", "v2"]
+    for case in paced["cases"]:
+        for side in ("toolwire", "relay"):
+            assert case[side]["rps"] > 0 and case[side]["errors"] == 0 and case[side]["cpu_us"] > 0, (case, side)
+        # paced: 64 streams of 43 steps of 5 ms each, at most (a stream cut short would be an error)
+        assert case["toolwire"]["rps"] < 64 / (43 * 0.005) * 1.1, case
     memory = results["memory"]
     assert memory["opened"] == memory["streams"] > 0
     assert memory["with_streams_mb"] > memory["baseline_mb"] > 0
