@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import re
 import statistics
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from . import procs, wrk
+from . import log, procs, wrk
 from .bodies import Body, session_series
 from .relay import BODY_HEADER
 
@@ -145,7 +144,7 @@ def latency_runs(
                     watch=watch, cpu_seconds=procs.cpu_seconds,
                 )
                 runs[name].append(result)
-                _log(f"session {length}+ turns {name:8s} #{repeat + 1}: {result.rps:6.0f} req/s, p50 "
+                log(f"session {length}+ turns {name:8s} #{repeat + 1}: {result.rps:6.0f} req/s, p50 "
                      f"{result.p50_ms:.3f} ms, p99 {result.p99_ms:.3f} ms, errors {result.errors}")
         pairs = list(zip(runs["direct"], runs["toolwire"], strict=True))
         direct, through = _figures(runs["direct"], "upstream"), _figures(runs["toolwire"], "toolwire")
@@ -276,10 +275,6 @@ def finish_arguments(args: argparse.Namespace) -> None:
     args.history_lengths = [int(n) for n in str(args.history_lengths).split(",") if n.strip()]
     args.history_turns = args.history_turns or (8 if args.quick else 16)
     args.history_sessions = args.history_sessions or (2 if args.quick else 8)
-
-
-def _log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

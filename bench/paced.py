@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from . import procs, wrk
+from . import log, procs, wrk
 from .bodies import Body
 from .relay import BODY_HEADER
 
@@ -60,7 +60,11 @@ def measure(args: argparse.Namespace, work: Path, bodies: list[Body]) -> dict[st
             for repeat in range(args.repeat):
                 for name in list(services) if repeat % 2 == 0 else list(services)[::-1]:
                     output = work / "wrk" / f"paced-{body.name}-{name}-r{repeat}.txt"
-                    runs[name].append(_run(services[name], scripts[name], name, args.duration, output, watch))
+                    result = _run(services[name], scripts[name], name, args.duration, output, watch)
+                    runs[name].append(result)
+                    log(f"paced {body.name} c={CONNECTIONS} {name:8s} #{repeat + 1}: {result.rps:5.0f} req/s, "
+                        f"p50 {result.p50_ms:.1f} ms, errors {result.errors}, "
+                        f"{result.cpu_us_per_request[name]:.0f} µs CPU per request")
             cases.append(_case(body.name, runs))
     return {"pace_ms": PACE_MS, "connections": CONNECTIONS, "events": EVENTS, "cases": cases}
 

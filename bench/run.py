@@ -48,7 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import core, history, paced, procs, stream_path, wrk
+from . import core, history, log, paced, procs, stream_path, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
 from .report import render, with_kept_sections
@@ -67,10 +67,6 @@ TARGETS = {
     "throughput_ratio": 0.5,  # at least, at 16 connections
     "rss_mb": 150.0,  # at most, with 500 open streams
 }
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def machine_info() -> dict[str, Any]:
