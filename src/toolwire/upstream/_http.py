@@ -8,6 +8,8 @@ connect or a 5xx retried with bounded backoff before anything streamed, and the
 upstream's own error status and message kept. ``SSEBatches`` reads a streamed body.
 Every read is bounded by ``UpstreamLimits`` (``_limits``): a line, an event or a body
 past its limit ends the exchange with ``UpstreamLimitError`` and closes the connection.
+And in time, by the read timeout: aiohttp's ``sock_read``, but for a streamed body, whose
+waits ``StallWatch`` bounds with one timer per stream.
 Foreign exceptions (aiohttp, asyncio timeouts) become ``UpstreamError`` here and
 nowhere else, keeping the cause; no key ever appears in a message.
 """
@@ -347,7 +349,8 @@ class SSEBatches:
     ``ended_cleanly``, at once, with the batch that held it. What follows is drained by
     ``HttpEndpoint.stream`` when the stream is closed, so the connection returns to the
     pool. A line, an event or a whole stream longer than ``limits`` allow raises
-    ``UpstreamLimitError`` and drops what was held of it.
+    ``UpstreamLimitError`` and drops what was held of it; a wait for the next bytes longer
+    than ``read_timeout`` (``StallWatch``) raises an ``UpstreamError`` that says it stalled.
 
     With ``frames`` (a Chat stream's ``PlainContentFrames``), each parsed object teaches
     it the stream's shape of plain chunks, and whole frames of that shape, read while the
@@ -504,7 +507,8 @@ class StallWatch:
             self._handle = None
             self._content.set_exception(StreamStalled())
             return
-        # Not waiting: no wait can reach the timeout before one timeout from now.
+        # Waiting, not for long enough: look again when this wait would reach the timeout.
+        # Not waiting: no wait can reach it before one timeout from now.
         self._handle = self._loop.call_at((now if since is None else since) + self._timeout, self._look)
 
     def stop(self) -> None:
@@ -515,8 +519,8 @@ class StallWatch:
 def _stop_socket_read_timer(response: aiohttp.ClientResponse) -> None:
     """Leave the time bound of ``response``'s body to ``StallWatch``: aiohttp's read timer
     is not set again at each read from the socket, and the one the head's last read set is
-    cancelled (``start_timeout`` with no timeout set only cancels it). The
-    next request on the connection sets its own timeout again."""
+    cancelled (``start_timeout`` with no timeout set only cancels it). The next request on
+    the connection sets its own timeout again."""
     connection = response.connection
     protocol = connection.protocol if connection is not None else None
     if protocol is not None:
