@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .chains import table as chains_table
 from .paced import extra_per_event_us
 
 SECTIONS = (
@@ -172,6 +173,15 @@ def render(results: dict[str, Any]) -> str:
                   f"({session_row['body_bytes'] / 1e6:.2f} MB; upstream streams event by event)",
                   *([_signed_ms(session_row["added_p50_ms"])] + [""] * (len(names) - 1)),
                   f"≤ {target:g} ms", _verdict(session_row["added_p50_ms"] <= target)]))
+    chains = results.get("chains")
+    chain_row = next((row for row in chains["rows"] if row["turns"] == 800), None) if chains else None
+    if chain_row is not None:
+        target = targets.get("session_added_p50_ms", 3.0)
+        add(_row([f"added p50 latency, 1 connection, a conversation of 800+ turns continued by "
+                  f"`previous_response_id` ({chain_row['direct_body_bytes'] / 1e6:.2f} MB of Chat; upstream streams "
+                  "event by event)",
+                  *([_signed_ms(chain_row["added_p50_ms"])] + [""] * (len(names) - 1)),
+                  f"≤ {target:g} ms", _verdict(chain_row["added_p50_ms"] <= target)]))
     first_rows = [row for row in sessions["rows"] if row["turns"] == 0 and "uncached" in row] if sessions else []
     if first_rows:
         first = first_rows[0]
@@ -517,6 +527,20 @@ def _long_sessions(add: Any, results: dict[str, Any]) -> None:
         "It keeps at most `--history-cache-bytes` (128 MiB by default) of such estimates."
     )
     add("")
+    chains = results.get("chains")
+    if chains:
+        add("**Conversations continued by `previous_response_id`** (`bench/chains.py`; alone: `python -m "
+            "bench.chains`). The openai SDK's way to hold a conversation (`store` is true by default; Codex does the "
+            "same over its WebSocket): each request sends only its new input, a 1 kB user message here, and names "
+            "the response it continues; the gateway (store: "
+            f"`{chains['store']}`) puts the rest in front of it. For each length, {chains['turns_timed']} turns more, "
+            "each continuing the one before, timed one by one at one connection (httpx, the whole stream read); "
+            "`direct` posts a Chat body of the same conversation to the same upstream as many times. *Keeping no "
+            "conversation*: a gateway with `--history-cache-bytes 0`, which reads the whole conversation from its "
+            "store, parses and translates it on every turn.")
+        add("")
+        add(chains_table(chains))
+        add("")
 
 
 def _over_the_relay(add: Any, results: dict[str, Any], names: list[str], short: dict[str, str]) -> None:

@@ -48,7 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import core, history, log, paced, procs, stream_path, wrk
+from . import chains, core, history, log, paced, procs, stream_path, wrk
 from .bodies import Body, build_all
 from .relay import BODY_HEADER
 from .report import render, with_kept_sections
@@ -448,6 +448,9 @@ def main(argv: list[str] | None = None) -> None:
     log("long sessions: added latency against history length, the history cache's memory")
     sessions = history.measure(args, work)
 
+    log("conversations continued by previous_response_id: added latency against their length")
+    conversations = chains.measure(args.history_lengths, 3 if args.quick else 20, "memory://", work)
+
     log(f"memory with {args.streams} open streams")
     memory = memory_run(args, work, bodies)
     memory["gateway_after_load"] = gateway_after_load
@@ -475,6 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         "paced": paced_streams,
         "memory": memory,
         "history": sessions,
+        "chains": conversations,
         "profiles": profiles,
     }
     (work / "results.json").write_text(json.dumps(results, indent=1))

@@ -46,6 +46,7 @@ PROTOCOL_ALL = [
     "ItemReference",
     "KnownHistories",
     "KnownHistory",
+    "KnownItems",
     "LocalShellCallItem",
     "MessageItem",
     "NamespaceTool",

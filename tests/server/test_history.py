@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from toolwire.errors import RequestError
-from toolwire.server._history import CONNECTION_RESPONSES_KEPT, ConnectionHistory, StoreHistory
+from toolwire.server._history import (
+    CONNECTION_RESPONSES_KEPT,
+    EMPTY,
+    ConnectionHistory,
+    Conversation,
+    History,
+    KnownConversations,
+    StoreHistory,
+)
 from toolwire.store import MemoryResponseStore, PreviousResponseNotFound, StoredResponse
 
 
@@ -15,15 +23,24 @@ def record(n: int, previous: str | None = None) -> StoredResponse:
     return StoredResponse.from_exchange(response, f"question {n}", previous_response_id=previous)
 
 
-def texts(items: list[dict[str, object]]) -> list[str]:
-    return [str(part["text"]) for item in items for part in item["content"]]  # type: ignore[attr-defined]
+def texts(conversation: Conversation) -> list[str]:
+    items = [item.dump() for item in conversation.items]
+    return [str(part["text"]) for item in items for part in item["content"]]
+
+
+async def keep(history: History, record: StoredResponse, before: Conversation = EMPTY, *, store: bool) -> Conversation:
+    """Keep ``record`` as a request that continued ``before`` does; what it makes."""
+    after = before.grown(record)
+    assert after is not None
+    await history.keep(record, before=before, after=after, store_requested=store)
+    return after
 
 
 async def test_a_connection_continues_its_own_responses_without_the_store() -> None:
     history = ConnectionHistory(StoreHistory(None))
-    await history.keep(record(1), before=[], store_requested=False)
+    await keep(history, record(1), store=False)
     first = await history.conversation("resp_1", None)
-    await history.keep(record(2, "resp_1"), before=first, store_requested=False)
+    await keep(history, record(2, "resp_1"), first, store=False)
     assert texts(await history.conversation("resp_2", None)) == ["question 1", "answer 1", "question 2", "answer 2"]
     with pytest.raises(PreviousResponseNotFound):
         await history.conversation("resp_elsewhere", None)  # no store: not "needs a store", just unknown
@@ -32,11 +49,11 @@ async def test_a_connection_continues_its_own_responses_without_the_store() -> N
 async def test_a_connection_keeps_its_newest_responses_and_forgets_a_failed_one() -> None:
     history = ConnectionHistory(StoreHistory(None))
     for n in range(CONNECTION_RESPONSES_KEPT + 1):
-        await history.keep(record(n), before=[], store_requested=False)
+        await keep(history, record(n), store=False)
     with pytest.raises(PreviousResponseNotFound):
         await history.conversation("resp_0", None)  # the oldest went
     await history.conversation("resp_1", None)  # used: now the newest
-    await history.keep(record(99), before=[], store_requested=False)
+    await keep(history, record(99), store=False)
     assert texts(await history.conversation("resp_1", None)) == ["question 1", "answer 1"]
     history.forget("resp_1")
     with pytest.raises(PreviousResponseNotFound):
@@ -48,8 +65,8 @@ async def test_a_connection_keeps_its_newest_responses_and_forgets_a_failed_one(
 
 async def test_the_store_keeps_only_what_may_be_stored_and_backs_the_connection() -> None:
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
-    await ConnectionHistory(StoreHistory(store)).keep(record(1), before=[], store_requested=True)
-    await ConnectionHistory(StoreHistory(store)).keep(record(2), before=[], store_requested=False)
+    await keep(ConnectionHistory(StoreHistory(store)), record(1), store=True)
+    await keep(ConnectionHistory(StoreHistory(store)), record(2), store=False)
     assert await store.get("resp_1") is not None and await store.get("resp_2") is None
     another_connection = ConnectionHistory(StoreHistory(store))
     assert texts(await another_connection.conversation("resp_1", None)) == ["question 1", "answer 1"]
@@ -75,3 +92,80 @@ async def test_a_stored_response_is_continued_by_its_owner_only() -> None:
             await history.conversation("resp_7", stranger)
         with pytest.raises(PreviousResponseNotFound):
             await StoreHistory(store).conversation("resp_7", stranger)
+
+
+async def test_a_stored_conversation_is_continued_from_what_was_kept_while_the_store_holds_its_chain() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    history = StoreHistory(store, KnownConversations())
+    first = await keep(history, record(1), store=True)
+    second = await keep(history, record(2, "resp_1"), await history.conversation("resp_1", None), store=True)
+    assert await history.conversation("resp_2", None) is second  # nothing read or parsed again
+    assert texts(second) == ["question 1", "answer 1", "question 2", "answer 2"]
+    assert second.chain == ("resp_1", "resp_2") and second.walked is not None
+    assert len(history.known) == 1  # the conversation it continued went when it was kept
+    assert (history.known.continued, history.known.read) == (2, 0)
+    parsed_again = await StoreHistory(store, KnownConversations()).conversation("resp_2", None)  # another gateway
+    assert parsed_again.items == second.items and parsed_again.chain == second.chain
+    again = await history.conversation("resp_1", None)  # no longer kept: read from the store again
+    assert again is not first and (again.items, again.chain) == (first.items, first.chain)
+    await store.delete("resp_1")  # the chain has a gap now: what was kept is not used
+    with pytest.raises(PreviousResponseNotFound) as gone:
+        await history.conversation("resp_2", None)
+    assert gone.value.missing_id == "resp_1"
+
+
+async def test_a_kept_conversation_is_its_owners_only() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    history = StoreHistory(store, KnownConversations())
+    mine = StoredResponse.from_exchange({"id": "resp_7", "created_at": 7, "output": []}, "question 7", owner="key:alice")
+    await keep(history, mine, store=True)
+    assert texts(await history.conversation("resp_7", "key:alice")) == ["question 7"]
+    for stranger in ("key:bob", None):
+        assert history.known.get("resp_7", stranger) is None
+        with pytest.raises(PreviousResponseNotFound):
+            await history.conversation("resp_7", stranger)
+
+
+def test_the_kept_conversations_are_bounded_in_entries_and_in_bytes() -> None:
+    conversations = [EMPTY.grown(record(n)) for n in range(5)]
+    assert all(conversation is not None for conversation in conversations)
+    weight = conversations[0].weight  # type: ignore[union-attr]
+    assert weight > 10 * len(b'"question 0"')
+    by_entries = KnownConversations(max_entries=2)
+    by_bytes = KnownConversations(max_bytes=3 * weight)
+    for conversation in conversations:
+        by_entries.keep(None, conversation, replacing=EMPTY)  # type: ignore[arg-type]
+        by_bytes.keep(None, conversation, replacing=EMPTY)  # type: ignore[arg-type]
+    assert [n for n in range(5) if by_entries.get(f"resp_{n}", None)] == [3, 4]
+    assert [n for n in range(5) if by_bytes.get(f"resp_{n}", None)] == [2, 3, 4]
+    assert by_bytes.weight == 3 * weight
+    nothing = KnownConversations(max_bytes=0)
+    nothing.keep(None, conversations[0], replacing=EMPTY)  # type: ignore[arg-type]
+    assert len(nothing) == 0 and nothing.weight == 0
+
+
+def test_a_continuation_replaces_the_conversation_it_continues() -> None:
+    known = KnownConversations()
+    first, other = EMPTY.grown(record(1)), EMPTY.grown(record(9))
+    assert first is not None and other is not None
+    known.keep(None, first, replacing=EMPTY)
+    known.keep(None, other, replacing=EMPTY)
+    second = first.grown(record(2, "resp_1"))
+    assert second is not None and second.weight > first.weight
+    known.keep(None, second, replacing=first)
+    assert known.get("resp_1", None) is None and known.get("resp_2", None) is second
+    assert known.weight == other.weight + second.weight
+    retried = first.grown(record(3, "resp_1"))  # a turn retried from resp_1 (read from the store)
+    assert retried is not None
+    known.keep(None, retried, replacing=first)  # replaces nothing: resp_1 went already
+    assert [n for n in (1, 2, 3, 9) if known.get(f"resp_{n}", None)] == [2, 3, 9]
+    again = EMPTY.grown(record(2))  # resp_2 kept again (a retried write): the newest counts, once
+    assert again is not None
+    known.keep(None, again, replacing=EMPTY)
+    assert known.get("resp_2", None) is again
+    assert known.weight == again.weight + retried.weight + other.weight
+
+
+def test_a_conversation_whose_output_is_not_an_item_is_not_kept_parsed() -> None:
+    response = {"id": "resp_1", "created_at": 1, "output": [{"type": "message", "role": "assistant", "content": 7}]}
+    assert EMPTY.grown(StoredResponse.from_exchange(response, "question")) is None

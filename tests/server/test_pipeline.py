@@ -212,6 +212,66 @@ async def test_a_stored_response_is_continued(upstream: ChatUpstream, stream: bo
     ]  # fmt: skip
 
 
+def stored_conversations(metrics: str) -> dict[str, float]:
+    """A gateway's ``toolwire_stored_conversations_*`` figures, from its ``/metrics``."""
+    return {
+        match[1]: float(match[2])
+        for match in re.finditer(r"^toolwire_stored_conversations_(\w+) (\S+)$", metrics, re.M)
+    }
+
+
+async def test_a_conversation_continued_turn_by_turn_goes_upstream_as_read_from_the_store(
+    upstream: ChatUpstream, tmp_path: Any
+) -> None:
+    # One gateway continues its own responses (kept parsed, with their translation); a
+    # second, sharing the store, reads the same conversation from it: the upstream must
+    # be sent the same messages by both, turn after turn.
+    tools = [{"type": "function", "name": "lookup", "description": "look up", "parameters": {"type": "object"}},
+             CUSTOM_PATCH]  # fmt: skip
+    config = chat_config(upstream.base_url, store=f"sqlite:///{tmp_path}/responses.db")
+    turns: list[Any] = [
+        "Find the capital.",
+        [{"type": "function_call_output", "call_id": "call_lookup", "output": "Paris"}],
+        [{"role": "user", "content": [{"type": "input_text", "text": "And patch the notes."}]}],
+        [{"type": "custom_tool_call_output", "call_id": "call_patch", "output": "done"}],
+        "Thanks.",
+    ]
+    replies = [
+        ToolCalls([Call("lookup", '{"q": "capital"}', id="call_lookup")], text="Looking."),
+        Text("Paris."),
+        ToolCalls([Call("apply_patch", '{"input": "*** Begin Patch\\n*** End Patch\\n"}', id="call_patch")]),
+        Text("Patched."),
+        Text("You are welcome."),
+    ]
+    async with gateway_client(config) as first, gateway_client(config) as second:
+        previous: str | None = None
+        for turn, reply in zip(turns, replies, strict=True):
+            body = {"model": "m", "input": turn, "tools": tools, "instructions": "Be brief.", "stream": True}
+            if previous is not None:
+                body["previous_response_id"] = previous
+            upstream.enqueue(reply, reply)
+            answers = []
+            for client in (first, second):
+                response = await client.post("/v1/responses", json=body)
+                assert response.status_code == 200, response.text
+                answers.append(sse_events(response.content)[-1]["response"])
+            assert answers[0]["status"] == answers[1]["status"] == "completed"
+            first_sent, second_sent = upstream.chat_requests[-2:]
+            assert first_sent == second_sent
+            previous = answers[0]["id"]  # the first gateway's own: the second reads it from the store
+        kept = [stored_conversations((await client.get("/metrics")).text) for client in (first, second)]
+    assert kept[0]["continued_total"] == 4 and kept[0]["read_total"] == 0
+    assert kept[1]["continued_total"] == 0 and kept[1]["read_total"] == 4
+    assert kept[0]["entries"] == 1 and kept[0]["bytes"] > 0  # one conversation, whatever its length
+    assert kept[1]["entries"] == 5  # each of its answers continues the first gateway's response, not its own
+    sent = upstream.chat_requests[-1]["messages"]
+    assert [(m["role"], m.get("content")) for m in sent] == [
+        ("system", "Be brief."), ("user", "Find the capital."), ("assistant", "Looking."), ("tool", "Paris"),
+        ("assistant", "Paris."), ("user", "And patch the notes."), ("assistant", ""), ("tool", "done"),
+        ("assistant", "Patched."), ("user", "Thanks."),
+    ]  # fmt: skip
+
+
 async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("not kept"))
     async with gateway_client(chat_config(upstream.base_url)) as client:

@@ -13,7 +13,7 @@ from toolwire.store import (
     PreviousResponseNotFound,
     StoredResponse,
     StoreUnavailable,
-    with_previous,
+    stored_items,
 )
 from toolwire.store._base import check_chain_length, conversation_of, decode_record, encode_record
 
@@ -41,7 +41,7 @@ def test_public_api() -> None:
         "open_store",
         "redact_url",
         "sqlite_path",
-        "with_previous",
+        "stored_items",
         "write_transaction",
     ]
 
@@ -133,12 +133,13 @@ def test_the_conversation_is_each_input_then_its_output_oldest_first() -> None:
     ]  # fmt: skip
 
 
-def test_with_previous_puts_the_new_input_after_the_conversation() -> None:
-    chain = conversation_of([exchange("resp_1", "one")])
-    new = [{"type": "function_call_output", "call_id": "c1", "output": "ok"}]
-    assert with_previous(chain, new) == [*chain, *new]
-    assert with_previous(chain, "two") == [*chain, {"type": "message", "role": "user", "content": "two"}]
-    assert with_previous([], "two") == [{"type": "message", "role": "user", "content": "two"}]
+def test_stored_items_are_what_the_record_of_the_exchange_keeps() -> None:
+    own = [{"role": "user", "content": "two"}, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    record = StoredResponse.from_exchange(response_object("resp_2", "answer"), own)
+    assert stored_items(own, "resp_2") == record.input_items
+    assert stored_items("two", "resp_2") == StoredResponse.from_exchange(response_object("resp_2", "a"), "two").input_items
+    assert stored_items(own, "resp_3") != record.input_items  # the ids come from the response's
+    assert own == [{"role": "user", "content": "two"}, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
 
 
 def test_previous_response_not_found_is_an_openai_shaped_404() -> None:

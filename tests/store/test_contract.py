@@ -96,6 +96,23 @@ async def test_a_gap_in_the_chain_is_reported_not_skipped(store: ResponseStore) 
     assert "resp_2" in caught.value.message and "resp_3" in caught.value.message
 
 
+async def test_chain_ids_names_the_chain_oldest_first_and_checks_it_as_chain_input_does(
+    store: ResponseStore,
+) -> None:
+    await store.put(exchange("resp_1", "one"))
+    await store.put(exchange("resp_2", "two", previous="resp_1"))
+    await store.put(exchange("resp_3", "three", previous="resp_2"))
+    assert await store.chain_ids("resp_3") == ("resp_1", "resp_2", "resp_3")
+    assert await store.chain_ids("resp_1") == ("resp_1",)
+    with pytest.raises(PreviousResponseNotFound) as never:
+        await store.chain_ids("resp_never")
+    assert never.value.missing_id == "resp_never"
+    await store.delete("resp_2")
+    with pytest.raises(PreviousResponseNotFound) as gap:
+        await store.chain_ids("resp_3")
+    assert gap.value.missing_id == "resp_2"
+
+
 async def expires(store: ResponseStore, *response_ids: str, within: float = 30) -> bool:
     """Whether every one of ``response_ids`` is gone before ``within`` seconds (a bound
     on the wait, far above the tests' times to live)."""
@@ -145,12 +162,13 @@ async def test_the_store_never_holds_more_than_max_entries(make_store: StoreFact
     assert kept == list(range(90, 100))
 
 
-async def test_continuing_a_chain_evicts_its_newest_member_before_its_oldest(make_store: StoreFactory) -> None:
+@pytest.mark.parametrize("walk", ["chain_input", "chain_ids"])  # reading the ids refreshes as reading it all
+async def test_continuing_a_chain_evicts_its_newest_member_before_its_oldest(make_store: StoreFactory, walk: str) -> None:
     store = make_store(max_entries=3)
     await store.put(exchange("resp_1", "one"))
     await store.put(exchange("resp_2", "two", previous="resp_1"))
     await store.put(exchange("resp_x", "other"))
-    await store.chain_input("resp_2")
+    await getattr(store, walk)("resp_2")
     await store.put(exchange("resp_y", "another"))
     # resp_x was least recent; then, of the chain, resp_2 goes before resp_1 (whose
     # loss would break every continuation of the conversation).
@@ -192,10 +210,11 @@ async def test_a_response_created_through_one_client_is_continued_through_anothe
     assert await gateway_a.delete("resp_2") and await gateway_b.get("resp_2") is None
 
 
-async def test_a_corrupt_cycle_is_refused_not_walked_forever(store: ResponseStore) -> None:
+@pytest.mark.parametrize("walk", ["chain_input", "chain_ids"])
+async def test_a_corrupt_cycle_is_refused_not_walked_forever(store: ResponseStore, walk: str) -> None:
     await store.put(exchange("resp_a", "a", previous="resp_b"))
     await store.put(exchange("resp_b", "b", previous="resp_a"))
     with pytest.raises(RequestError) as caught:
-        await store.chain_input("resp_a")
+        await getattr(store, walk)("resp_a")
     assert caught.value.code == "previous_response_chain_too_long"
     assert caught.value.message.startswith("The chain of previous responses ending at 'resp_a' is longer than")

@@ -107,7 +107,7 @@ def serve(
         int | None,
         typer.Option(
             help="Memory for the histories of recent conversations, so that each turn only parses and translates "
-            "what is new (0: none) [128 MiB]."
+            "what is new (0: none) [128 MiB]; as much again for the stored ones continued by previous_response_id."
         ),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (one per core is a good start) [1].")] = None,

@@ -22,7 +22,7 @@ from ._chat import (
 )
 from ._chat_frames import PlainChunks, PlainContentFrames, StreamItem, plain_content
 from ._events import EVENT_TYPES, TERMINAL_EVENT_TYPES, StreamEvent, parse_event
-from ._history import KNOWN_HISTORIES, HistoryLink, KnownHistories, KnownHistory
+from ._history import KNOWN_HISTORIES, HistoryLink, KnownHistories, KnownHistory, KnownItems
 from ._items import (
     AdditionalToolsItem,
     CallItem,
@@ -103,6 +103,7 @@ __all__ = [
     "ItemReference",
     "KnownHistories",
     "KnownHistory",
+    "KnownItems",
     "LocalShellCallItem",
     "MessageItem",
     "NamespaceTool",

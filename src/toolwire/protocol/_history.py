@@ -144,6 +144,16 @@ class RequestShell:
         return shell.model_copy(update=update)
 
 
+@dataclass(eq=False, slots=True)
+class KnownItems:
+    """Items known to begin a request's input, and what consumers derived from them, as a
+    ``KnownHistory`` holds them, for items that did not come in a body: a conversation
+    continued by ``previous_response_id``, read from the gateway's own keeping."""
+
+    items: tuple[Item, ...] = field(repr=False)
+    derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryLink:
     """How a parsed request's items relate to known histories.
@@ -153,8 +163,8 @@ class HistoryLink:
     the request's item list this holds for (a request given other items has no link).
     """
 
-    continues: KnownHistory | None
-    own: KnownHistory | None
+    continues: KnownHistory | KnownItems | None
+    own: KnownHistory | KnownItems | None
     input: list[Item] = field(repr=False)
 
     @property

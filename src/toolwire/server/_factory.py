@@ -22,6 +22,7 @@ from toolwire.store import open_store
 from ._app import create_app
 from ._auth import parse_client_keys
 from ._capacity import capacity, open_files_limit
+from ._history import KnownConversations
 from ._routing import build_router
 from ._settings import CONFIG_ENV, GatewaySettings, WebSocketSettings
 from .observe import observability
@@ -48,14 +49,20 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         else None
     )
     KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, server.history_cache_bytes)
+    conversations = KnownConversations(max_bytes=server.history_cache_bytes)
     observed = observability(
-        config, client_keys=client_keys, admin_keys=admin_keys, requires_key=gate.requires_key if gate else None
+        config,
+        client_keys=client_keys,
+        admin_keys=admin_keys,
+        requires_key=gate.requires_key if gate else None,
+        conversations=conversations,
     )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
         max_streams=capacity(server.max_connections, server.max_streams, open_files_limit()).max_streams,
         gate=gate,
         store=store,
+        conversations=conversations,
         redact=observed.redactor.redact_json,
         websocket=WebSocketSettings(
             max_message_bytes=server.ws_message_limit,

@@ -39,19 +39,19 @@ import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from toolwire.compaction import has_trigger
 from toolwire.keys import Principal
-from toolwire.protocol import ResponsesRequest, dump_item, parse_item, parse_request
-from toolwire.store import ItemDict, StoredResponse, with_previous
+from toolwire.protocol import KnownItems, ResponsesRequest, dump_item, parse_item, parse_request
+from toolwire.store import ItemDict, StoredResponse, stored_items
 from toolwire.translate import AnswerTranslator
 from toolwire.upstream import ListBatches, StreamBatches
 
 from ._answer import Answer, Keep, pump
 from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
-from ._history import History, StoreHistory
+from ._history import EMPTY, History, StoreHistory
 from ._limits import StreamSlot, StreamSlots
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
@@ -72,7 +72,7 @@ class ExchangePipeline:
         self.router = router
         self.settings = settings
         self.observers = tuple(observers)
-        self.store_history = StoreHistory(settings.store)
+        self.store_history = StoreHistory(settings.store, settings.conversations)
         self.compactions = Compactions(settings.compaction_key)
         self.streams = StreamSlots(settings.max_streams)
         self._record_traffic = any(observer.wants_traffic for observer in self.observers)
@@ -183,7 +183,7 @@ class ExchangePipeline:
             if self.settings.gate is not None:
                 exchange.lease = await self.settings.gate.admit(principal, request.model)
             owner = principal.owner if principal is not None else None
-            keep = Keeper(history, request, owner=owner)
+            keep = Keeper(history, request, response_id=exchange.request_id, owner=owner)
             own_items = request.input_items()
             trigger = has_trigger(request)
             request = await keep.with_history(request)
@@ -271,15 +271,23 @@ class PendingStream:
 class Keeper:
     """A request's place in its ``History``: the conversation it continues, and keeping
     its finished response there (in the store unless it said ``store: false``), under the
-    ``owner`` of the key that made it; anyone else's responses are not found."""
+    ``owner`` of the key that made it; anyone else's responses are not found.
 
-    def __init__(self, history: History, request: ResponsesRequest, *, owner: str | None = None) -> None:
+    A request that continues a conversation goes upstream with its own items in the form
+    its record keeps them (``stored_items``), as every later turn reads them: so the
+    state its translation derives is the next turn's to resume (``Conversation``)."""
+
+    def __init__(
+        self, history: History, request: ResponsesRequest, *, response_id: str, owner: str | None = None
+    ) -> None:
         self._history = history
         self._owner = owner
+        self._response_id = response_id
         self._previous = request.previous_response_id
         self._store_requested = request.store is not False
         self._own_input: list[ItemDict] | None = None
-        self._before: list[ItemDict] = []
+        self._before = EMPTY
+        self._sent: KnownItems | None = None  # the whole input sent, when it continues a conversation
         if history.keeps_responses(self._store_requested) or self._previous is not None:
             self._own_input = [dump_item(item) for item in request.input_items()]
 
@@ -287,11 +295,17 @@ class Keeper:
         """``request`` with the conversation so far before its own input, when it continues one."""
         if self._previous is None or self._own_input is None:
             return request
-        self._before = await self._history.conversation(self._previous, self._owner)
-        full = with_previous(self._before, self._own_input)
-        return request.model_copy(
-            update={"input": [parse_item(item, where=f"input[{n}]") for n, item in enumerate(full)]}
-        )
+        self._before = before = await self._history.conversation(self._previous, self._owner)
+        known = len(before.items)
+        own = [
+            parse_item(item, where=f"input[{known + n}]")
+            for n, item in enumerate(stored_items(self._own_input, self._response_id))
+        ]
+        items, link = before.continued(own)
+        continued = request.model_copy(update={"input": items})
+        continued.link_history(link)
+        self._sent = cast("KnownItems", link.own)
+        return continued
 
     async def __call__(self, response: dict[str, Any]) -> None:
         if self._own_input is None or not self._history.keeps_responses(self._store_requested):
@@ -299,7 +313,8 @@ class Keeper:
         record = StoredResponse.from_exchange(
             response, self._own_input, previous_response_id=self._previous, owner=self._owner
         )
-        await self._history.keep(record, before=self._before, store_requested=self._store_requested)
+        after = self._before.grown(record, self._sent)
+        await self._history.keep(record, before=self._before, after=after, store_requested=self._store_requested)
 
 
 @contextlib.asynccontextmanager

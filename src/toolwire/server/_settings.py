@@ -11,6 +11,8 @@ from toolwire.config import DEFAULT_MAX_BODY_BYTES
 from toolwire.keys import KeyGate
 from toolwire.store import ResponseStore
 
+from ._history import KnownConversations
+
 CONFIG_ENV = "TOOLWIRE_SERVE_CONFIG"
 """Where ``toolwire serve`` puts the configuration, as JSON, for each worker process."""
 
@@ -36,6 +38,9 @@ class GatewaySettings:
     # Where responses are kept for previous_response_id and GET /v1/responses/{id};
     # None keeps nothing.
     store: ResponseStore | None = None
+    # The parsed conversations of the responses stored lately, so that a continuation by
+    # previous_response_id reads and parses only what is new (bounded: --history-cache-bytes).
+    conversations: KnownConversations = field(default_factory=KnownConversations, repr=False)
     # Serialized JSON in, the same with every configured key replaced: applied to error
     # texts before they reach a client (an upstream may echo a key in its message).
     redact: Callable[[bytes], bytes] = field(default=lambda raw: raw, repr=False)

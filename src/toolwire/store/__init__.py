@@ -1,7 +1,7 @@
 """Stored responses: ``store: true`` and ``previous_response_id`` for the Responses API.
 
 The server talks to one seam, ``ResponseStore`` (``put``, ``get``, ``delete``,
-``chain_input``, ``aclose``), and ``open_store(url)`` picks the store behind it:
+``chain_input``, ``chain_ids``, ``aclose``), and ``open_store(url)`` picks the store behind it:
 memory (the fake, and single-process use), SQLite (the default, one host) or Redis
 (several gateways behind a load balancer). Every store is bounded by a time to live
 and a maximum number of entries; failures to reach a store are ``StoreUnavailable``
@@ -16,7 +16,7 @@ from ._base import (
     ResponseStore,
     StoredResponse,
     StoreUnavailable,
-    with_previous,
+    stored_items,
 )
 from ._memory import MemoryResponseStore
 from ._open import (
@@ -52,6 +52,6 @@ __all__ = [
     "open_store",
     "redact_url",
     "sqlite_path",
-    "with_previous",
+    "stored_items",
     "write_transaction",
 ]

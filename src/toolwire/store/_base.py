@@ -134,12 +134,11 @@ class StoredResponse:
         if previous_response_id is None and isinstance(response.get("previous_response_id"), str):
             previous_response_id = response["previous_response_id"]
         created_at = response.get("created_at")
-        items = _as_items(input_items)
         return cls(
             id=response_id,
             created_at=int(created_at) if isinstance(created_at, (int, float)) else 0,
             response=dict(response),
-            input_items=tuple(_as_stored_item(item, response_id, index) for index, item in enumerate(items)),
+            input_items=stored_items(input_items, response_id),
             previous_response_id=previous_response_id,
             owner=owner,
         )
@@ -183,19 +182,21 @@ class ResponseStore(Protocol):
         """
         ...
 
+    async def chain_ids(self, previous_response_id: str) -> tuple[str, ...]:
+        """The ids of the responses of that chain, oldest first: ``chain_input``'s walk,
+        its checks and its refresh, without reading the records (a gateway that holds the
+        conversation already asks only whether it is still whole)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections and threads. The store is unusable afterwards."""
         ...
 
 
-def with_previous(chain_items: Sequence[ItemDict], request_input: Sequence[ItemDict] | str) -> list[ItemDict]:
-    """The input to translate for a request with ``previous_response_id``.
-
-    ``chain_items`` is ``await store.chain_input(previous_response_id)``;
-    ``request_input`` is the request's own ``input`` as JSON (a string is one user
-    message). The result is the conversation so far followed by the new input.
-    """
-    return [*chain_items, *_as_items(request_input)]
+def stored_items(input_items: Iterable[Mapping[str, Any]] | str, response_id: str) -> tuple[ItemDict, ...]:
+    """A request's own ``input`` as the record of its response ``response_id`` keeps it
+    (``StoredResponse.from_exchange``): every item with an ``id``, messages in full form."""
+    return tuple(_as_stored_item(item, response_id, index) for index, item in enumerate(_as_items(input_items)))
 
 
 def conversation_of(chain: Sequence[StoredResponse]) -> list[ItemDict]:

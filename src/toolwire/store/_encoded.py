@@ -5,13 +5,15 @@ Each keeps a record as the bytes ``encode_record`` makes, gives it back through
 its first ancestor; the conversation is then assembled oldest first (``conversation_of``).
 A store says only how it keeps and finds those bytes: ``_put_encoded``,
 ``_get_encoded`` and ``_chain_encoded`` (which also refreshes every response of the
-chain and raises ``PreviousResponseNotFound`` or the too-long error itself).
+chain and raises ``PreviousResponseNotFound`` or the too-long error itself, and gives
+the records or only their ids: ``chain_ids``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 from ._base import ItemDict, StoredResponse, conversation_of, decode_record, encode_record
 
@@ -33,6 +35,10 @@ class EncodedStore(ABC):
         newest_first = await self._chain_encoded(previous_response_id)
         return conversation_of([decode_record(data) for data in reversed(newest_first)])
 
+    async def chain_ids(self, previous_response_id: str) -> tuple[str, ...]:
+        """The ids of the chain's responses, oldest first, walked as ``chain_input`` walks it."""
+        return tuple(reversed(await self._chain_encoded(previous_response_id, records=False)))
+
     @abstractmethod
     async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         """Keep ``data`` under ``response_id``, as just used."""
@@ -42,5 +48,6 @@ class EncodedStore(ABC):
         """The bytes kept under ``response_id``, if it is live."""
 
     @abstractmethod
-    async def _chain_encoded(self, previous_response_id: str) -> Sequence[bytes]:
-        """The chain's records, newest first, each refreshed as just used."""
+    async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> Sequence[Any]:
+        """The chain's records (bytes), newest first, each refreshed as just used; with
+        ``records`` false, their ids (str) instead."""

@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ._base import PreviousResponseNotFound, check_chain_length
 from ._encoded import EncodedStore
@@ -64,7 +65,7 @@ class MemoryResponseStore(EncodedStore):
     async def delete(self, response_id: str) -> bool:
         return self._entries.pop(response_id, None) is not None
 
-    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
+    async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         now = self._clock()
         newest_first: list[str] = []
         next_id: str | None = previous_response_id
@@ -75,13 +76,11 @@ class MemoryResponseStore(EncodedStore):
                 raise PreviousResponseNotFound(previous_response_id, next_id)
             newest_first.append(next_id)
             next_id = entry.previous_response_id
-        chain: list[bytes] = []
         for response_id in newest_first:  # newest first: the oldest ends up evicted last
             entry = self._entries[response_id]
             entry.expires_at = self._expiry(now)
             self._entries.move_to_end(response_id)
-            chain.append(entry.data)
-        return chain
+        return [self._entries[response_id].data for response_id in newest_first] if records else newest_first
 
     async def aclose(self) -> None:
         self._entries.clear()

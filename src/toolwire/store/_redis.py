@@ -65,14 +65,16 @@ return 1
 """
 )
 
-# KEYS: index.  ARGV: id, record key prefix, ttl ms (0: none), max chain length.
-# Returns {status, missing id, record...} with the records newest first; status is
-# "ok", "missing" (missing id is the response that is gone) or "too_long".
+# KEYS: index.  ARGV: id, record key prefix, ttl ms (0: none), max chain length,
+# "1" for the records or "0" for their ids.
+# Returns {status, missing id, record or id...} newest first; status is "ok",
+# "missing" (missing id is the response that is gone) or "too_long".
 _CHAIN = (
     _NOW
     + """
 local ttl_ms = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
+local records = ARGV[5] == '1'
 local found = {}
 local id = ARGV[1]
 while id ~= '' do
@@ -87,7 +89,7 @@ for i, entry in ipairs(found) do
     -- newest first, each scored a little later: the oldest is evicted last
     redis.call('ZADD', KEYS[1], used_now(KEYS[1]), entry[1])
     if ttl_ms > 0 then redis.call('PEXPIRE', ARGV[2] .. entry[1], ttl_ms) end
-    result[#result + 1] = entry[2]
+    if records then result[#result + 1] = entry[2] else result[#result + 1] = entry[1] end
 end
 return result
 """
@@ -147,19 +149,19 @@ class RedisResponseStore(EncodedStore):
         deleted, _ = await self._server.call(delete)
         return bool(deleted)
 
-    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
+    async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         newest_first: list[bytes]
         status, missing, *newest_first = await self._server.call(
             lambda: self._chain_script(
                 keys=[self._index],
-                args=[previous_response_id, self._record_prefix, self._ttl_ms(), MAX_CHAIN_LENGTH],
+                args=[previous_response_id, self._record_prefix, self._ttl_ms(), MAX_CHAIN_LENGTH, int(records)],
             )
         )
         if status == b"missing":
             raise PreviousResponseNotFound(previous_response_id, missing.decode())
         if status == b"too_long":
             check_chain_length(previous_response_id, MAX_CHAIN_LENGTH + 1)
-        return newest_first
+        return newest_first if records else [response_id.decode() for response_id in newest_first]
 
     async def aclose(self) -> None:
         await self._server.aclose()

@@ -19,6 +19,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ._base import MAX_CHAIN_LENGTH, PreviousResponseNotFound, check_chain_length
 from ._encoded import EncodedStore
@@ -47,6 +48,8 @@ WITH RECURSIVE chain (depth, id, previous_response_id, record) AS (
 )
 SELECT id, previous_response_id, record FROM chain ORDER BY depth
 """
+_CHAIN_IDS = _CHAIN.replace(", record", "").replace(", r.record", "")
+"""The same walk without the records (``chain_ids``)."""
 
 
 class SQLiteResponseStore(EncodedStore):
@@ -109,12 +112,12 @@ class SQLiteResponseStore(EncodedStore):
 
         return await self._file.run(delete)
 
-    async def _chain_encoded(self, previous_response_id: str) -> list[bytes]:
-        def chain(db: sqlite3.Connection) -> list[bytes]:
+    async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
+        def chain(db: sqlite3.Connection) -> list[Any]:
             with write_transaction(db):
                 now = self._now(db)
                 rows = db.execute(
-                    _CHAIN,
+                    _CHAIN if records else _CHAIN_IDS,
                     {"id": previous_response_id, "oldest": self._oldest_live(now), "limit": MAX_CHAIN_LENGTH},
                 ).fetchall()
                 if not rows:
@@ -128,7 +131,7 @@ class SQLiteResponseStore(EncodedStore):
                     "UPDATE responses SET used_at = ? WHERE id = ?",
                     [(now + depth * 1e-6, row[0]) for depth, row in enumerate(rows)],
                 )
-                return [bytes(row[2]) for row in rows]
+                return [bytes(row[2]) for row in rows] if records else [row[0] for row in rows]
 
         return await self._file.run(chain)
 

@@ -243,6 +243,14 @@ FAMILIES: dict[str, tuple[str, str, list[str] | None]] = {
     "toolwire_history_cache_bytes": ("gauge", "The estimated memory of the kept conversation histories.", []),
     "toolwire_history_continued": ("counter", "Request bodies parsed past a kept history.", []),
     "toolwire_history_learned": ("counter", "Histories learned from request bodies parsed whole.", []),
+    "toolwire_stored_conversations_entries": ("gauge", "Conversations of stored responses kept parsed.", []),
+    "toolwire_stored_conversations_bytes": ("gauge", "The estimated memory of the kept stored conversations.", []),
+    "toolwire_stored_conversations_continued": (
+        "counter", "Continuations (previous_response_id) that found theirs kept.", [],
+    ),
+    "toolwire_stored_conversations_read": (
+        "counter", "Continuations (previous_response_id) that read theirs from the store.", [],
+    ),
 }  # fmt: skip
 LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, float("inf")]
 TTFT_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, float("inf")]

@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 from toolwire.config import GatewayConfig
 
 from .._exchange import ExchangeObserver
+from .._history import KnownConversations
 from ._capture import CaptureObserver
 from ._inspector import RecentExchanges, inspector_routes
 from ._key_usage import KeyUsageObserver
@@ -63,16 +64,18 @@ def observability(
     admin_keys: Sequence[bytes] = (),
     requires_key: Callable[[], Awaitable[bool]] | None = None,
     environ: Mapping[str, str] | None = None,
+    conversations: KnownConversations | None = None,
 ) -> Observability:
     """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
     guard the inspector's API (keys of the store do not open it: it shows everyone's
     traffic, and ``requires_key`` tells it when the store has keys); the redactor hides
-    all of them, and any string shaped like a stored key."""
+    all of them, and any string shaped like a stored key. ``conversations``: the gateway's
+    kept stored conversations, which ``/metrics`` reports."""
     server = config.server
     environ = os.environ if environ is None else environ
     redactor = Redactor(known_secrets(config, (*client_keys, *admin_keys), environ))
     encoder = RecordEncoder(redactor)
-    metrics = MetricsObserver()
+    metrics = MetricsObserver(conversations=conversations)
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
     routes: list[BaseRoute] = [metrics.route]
     if server.capture_dir:

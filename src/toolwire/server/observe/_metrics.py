@@ -25,6 +25,11 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``history_cache_bytes``                     gauge      their estimated memory
 ``history_continued_total``                 counter    bodies parsed past a kept history
 ``history_learned_total``                   counter    histories learned from whole bodies
+``stored_conversations_entries``            gauge      conversations of stored responses kept
+                                                       parsed (``previous_response_id``)
+``stored_conversations_bytes``              gauge      their estimated memory
+``stored_conversations_continued_total``    counter    continuations that found theirs kept
+``stored_conversations_read_total``         counter    continuations that read the store's
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -73,6 +78,7 @@ from toolwire.protocol import KNOWN_HISTORIES, KnownHistories
 
 from .._connections import CONNECTIONS_COLLECTOR
 from .._exchange import Exchange
+from .._history import KnownConversations
 from .._limits import LIMITS_TRIPPED
 
 OTHER = "other"
@@ -118,7 +124,13 @@ class MetricsObserver:
 
     wants_traffic = False
 
-    def __init__(self, *, max_label_values: int = 100, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_label_values: int = 100,
+        registry: CollectorRegistry | None = None,
+        conversations: KnownConversations | None = None,
+    ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._model = BoundedLabel(max_label_values)
         self._tool = BoundedLabel(max_label_values)
@@ -168,7 +180,7 @@ class MetricsObserver:
         r.register(_InProgressCollector(self._in_progress))
         r.register(LIMITS_TRIPPED)
         r.register(CONNECTIONS_COLLECTOR)
-        r.register(_HistoryCollector(KNOWN_HISTORIES))
+        r.register(_HistoryCollector(KNOWN_HISTORIES, conversations if conversations is not None else KnownConversations()))
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
@@ -343,21 +355,35 @@ class _InProgressCollector(Collector):
 
 
 class _HistoryCollector(Collector):
-    """The kept conversation histories (``toolwire.protocol.KNOWN_HISTORIES``), when scraped."""
+    """The kept conversation histories (``toolwire.protocol.KNOWN_HISTORIES``) and the kept
+    conversations of stored responses (the gateway's ``KnownConversations``), when scraped."""
 
     _ENTRIES = ("toolwire_history_cache_entries", "Conversation histories kept.")
     _BYTES = ("toolwire_history_cache_bytes", "The estimated memory of the kept conversation histories.")
     _CONTINUED = ("toolwire_history_continued", "Request bodies parsed past a kept history.")
     _LEARNED = ("toolwire_history_learned", "Histories learned from request bodies parsed whole.")
+    _STORED_ENTRIES = ("toolwire_stored_conversations_entries", "Conversations of stored responses kept parsed.")
+    _STORED_BYTES = ("toolwire_stored_conversations_bytes", "The estimated memory of the kept stored conversations.")
+    _STORED_CONTINUED = (
+        "toolwire_stored_conversations_continued", "Continuations (previous_response_id) that found theirs kept.",
+    )
+    _STORED_READ = (
+        "toolwire_stored_conversations_read", "Continuations (previous_response_id) that read theirs from the store.",
+    )
 
-    def __init__(self, histories: KnownHistories) -> None:
+    def __init__(self, histories: KnownHistories, conversations: KnownConversations) -> None:
         self._histories = histories
+        self._conversations = conversations
 
     def describe(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(*self._ENTRIES)
         yield GaugeMetricFamily(*self._BYTES)
         yield CounterMetricFamily(*self._CONTINUED)
         yield CounterMetricFamily(*self._LEARNED)
+        yield GaugeMetricFamily(*self._STORED_ENTRIES)
+        yield GaugeMetricFamily(*self._STORED_BYTES)
+        yield CounterMetricFamily(*self._STORED_CONTINUED)
+        yield CounterMetricFamily(*self._STORED_READ)
 
     def collect(self) -> Iterator[Metric]:
         histories = self._histories
@@ -365,3 +391,8 @@ class _HistoryCollector(Collector):
         yield GaugeMetricFamily(*self._BYTES, value=histories.weight)
         yield CounterMetricFamily(*self._CONTINUED, value=histories.continued)
         yield CounterMetricFamily(*self._LEARNED, value=histories.learned)
+        conversations = self._conversations
+        yield GaugeMetricFamily(*self._STORED_ENTRIES, value=len(conversations))
+        yield GaugeMetricFamily(*self._STORED_BYTES, value=conversations.weight)
+        yield CounterMetricFamily(*self._STORED_CONTINUED, value=conversations.continued)
+        yield CounterMetricFamily(*self._STORED_READ, value=conversations.read)
