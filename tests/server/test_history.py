@@ -112,6 +112,10 @@ async def test_a_stored_conversation_is_continued_from_what_was_kept_while_the_s
     with pytest.raises(PreviousResponseNotFound) as gone:
         await history.conversation("resp_2", None)
     assert gone.value.missing_id == "resp_1"
+    await store.delete("resp_2")  # the response itself gone: not found, though it was kept
+    with pytest.raises(PreviousResponseNotFound) as itself:
+        await history.conversation("resp_2", None)
+    assert itself.value.missing_id == "resp_2" and itself.value.message == "Previous response with id 'resp_2' not found."
 
 
 async def test_a_kept_conversation_is_its_owners_only() -> None:

@@ -198,15 +198,16 @@ class StoreHistory:
                 "previous_response_id needs a response store, and this gateway has none (--store).",
                 param="previous_response_id",
             )
+        known = self.known.get(previous_response_id, owner)
+        if known is not None and known.chain == await self.store.chain_ids(previous_response_id):
+            # The same chain of records, which never change: the same owner, the same items.
+            self.known.continued += 1
+            return known
         previous = await self.store.get(previous_response_id)
         if previous is None or not previous.visible_to(owner):
             raise PreviousResponseNotFound(previous_response_id)
-        known = self.known.get(previous_response_id, owner)
-        chain = await self.store.chain_ids(previous_response_id)
-        if known is not None and known.chain == chain:
-            self.known.continued += 1
-            return known
         self.known.read += 1
+        chain = await self.store.chain_ids(previous_response_id)
         return Conversation.parse(chain, await self.store.chain_input(previous_response_id))
 
     async def keep(
