@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from toolwire.store import SQLiteResponseStore, StoreUnavailable, connect_sqlite, open_store
+from toolwire.store._base import encode_record
 
-from .records import exchange
+from .records import exchange, texts
 
 
 async def test_the_file_is_created_on_first_use_readable_by_its_owner_only(tmp_path: Path) -> None:
@@ -28,7 +29,8 @@ async def test_the_file_is_created_on_first_use_readable_by_its_owner_only(tmp_p
         await store.aclose()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert db.execute("SELECT id FROM responses").fetchall() == [("resp_1",)]
+        assert db.execute("SELECT id FROM response_chain").fetchall() == [("resp_1",)]
+        assert db.execute("SELECT id FROM response_records").fetchall() == [("resp_1",)]
 
 
 async def test_expired_rows_are_deleted_on_the_next_write(tmp_path: Path) -> None:
@@ -43,7 +45,34 @@ async def test_expired_rows_are_deleted_on_the_next_write(tmp_path: Path) -> Non
     finally:
         await store.aclose()
     with sqlite3.connect(tmp_path / "r.db") as db:
-        assert db.execute("SELECT id FROM responses").fetchall() == [("resp_new",)]
+        assert db.execute("SELECT id FROM response_chain").fetchall() == [("resp_new",)]
+        assert db.execute("SELECT id FROM response_records").fetchall() == [("resp_new",)]  # records go too
+
+
+async def test_a_file_of_the_layout_before_is_moved_over_and_continued(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    with contextlib.closing(sqlite3.connect(path)) as db, db:  # as a toolwire of 2026-12-02 wrote it
+        db.executescript(
+            "CREATE TABLE responses (id TEXT PRIMARY KEY, previous_response_id TEXT, used_at REAL NOT NULL, "
+            "record BLOB NOT NULL); CREATE INDEX responses_by_use ON responses (used_at);"
+        )
+        for used_at, (record, previous) in enumerate([(exchange("resp_1", "one"), None),
+                                                      (exchange("resp_2", "two", previous="resp_1"), "resp_1")]):
+            db.execute("INSERT INTO responses VALUES (?, ?, ?, ?)", (record.id, previous, 1e9 + used_at,
+                                                                       encode_record(record)))
+    store = SQLiteResponseStore(path, ttl_seconds=None, max_entries=None)
+    try:
+        assert await store.get("resp_1") == exchange("resp_1", "one")
+        assert texts(await store.chain_input("resp_2")) == ["user: one", "assistant: re: one",
+                                                              "user: two", "assistant: re: two"]
+        assert await store.chain_ids("resp_2") == ("resp_1", "resp_2")
+        await store.put(exchange("resp_3", "three", previous="resp_2"))
+        assert len(await store.chain_input("resp_3")) == 6
+    finally:
+        await store.aclose()
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert tables == {"response_chain", "response_records"}
 
 
 async def test_a_store_that_cannot_create_its_file_is_unavailable(tmp_path: Path) -> None:

@@ -1,11 +1,18 @@
 """``SQLiteResponseStore``: responses in one SQLite file, shared by processes on one host.
 
-One table, ``responses(id, previous_response_id, used_at, record)``, in WAL mode, so
-readers never wait for the writer and several gateway processes may share the file.
-``used_at`` (wall-clock seconds) drives both limits: a row older than the time to live
-is expired (ignored by reads, deleted on the next write), and beyond ``max_entries``
-the least recently used rows are deleted on write. A write or a continuation sets
-``used_at``, so a conversation still in use keeps its beginning.
+Two tables, in WAL mode, so readers never wait for the writer and several gateway
+processes may share the file: ``response_chain(id, previous_response_id, used_at)``, small
+rows, and ``response_records(id, record)``, the records. ``used_at`` (wall-clock seconds)
+drives both limits: a response older than the time to live is expired (ignored by reads,
+deleted on the next write), and beyond ``max_entries`` the least recently used are
+deleted on write. A write or a continuation sets ``used_at``, so a conversation still in
+use keeps its beginning. A continuation refreshes every response of its chain, so those
+rows are kept apart from the records: refreshing 800 of them rewrites a few pages, not
+the 800 records (about 3 MB into the write-ahead log per turn when they shared a row).
+
+A file written before that layout (one table, ``responses``, whose rows held the records)
+is moved over when the store first opens it. Gateways sharing a file must then all be of
+this layout: an older one no longer finds its table and answers 503.
 
 Every call runs on the store's ``SQLiteFile`` (one worker thread owning one connection).
 The file and its directory are created on first use, readable by the owner only
@@ -26,30 +33,50 @@ from ._encoded import EncodedStore
 from ._sqlite_file import SQLiteFile, write_transaction
 
 _SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS response_chain (
+    id TEXT PRIMARY KEY,
+    previous_response_id TEXT,
+    used_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS response_chain_by_use ON response_chain (used_at);
+CREATE TABLE IF NOT EXISTS response_records (
+    id TEXT PRIMARY KEY,
+    record BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY,
     previous_response_id TEXT,
     used_at REAL NOT NULL,
     record BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS responses_by_use ON responses (used_at);
+INSERT OR IGNORE INTO response_chain (id, previous_response_id, used_at)
+    SELECT id, previous_response_id, used_at FROM responses;
+INSERT OR IGNORE INTO response_records (id, record) SELECT id, record FROM responses;
+DROP TABLE responses;
+COMMIT;
 """
+"""The layout, and the move from the one before (``responses``: empty in a new file)."""
 
 # The chain from a response back to its first ancestor, one row per response, newest
 # first. It stops at a gap (an ancestor that is gone or expired): the oldest row found
 # then still names a previous response, which is how a gap is told from a chain's start.
-_CHAIN = """
-WITH RECURSIVE chain (depth, id, previous_response_id, record) AS (
-    SELECT 0, id, previous_response_id, record FROM responses WHERE id = :id AND used_at > :oldest
+_CHAIN_IDS = """
+WITH RECURSIVE chain (depth, id, previous_response_id) AS (
+    SELECT 0, id, previous_response_id FROM response_chain WHERE id = :id AND used_at > :oldest
     UNION ALL
-    SELECT chain.depth + 1, r.id, r.previous_response_id, r.record
-    FROM chain JOIN responses AS r ON r.id = chain.previous_response_id
+    SELECT chain.depth + 1, r.id, r.previous_response_id
+    FROM chain JOIN response_chain AS r ON r.id = chain.previous_response_id
     WHERE r.used_at > :oldest AND chain.depth < :limit
 )
-SELECT id, previous_response_id, record FROM chain ORDER BY depth
+SELECT chain.id, chain.previous_response_id FROM chain ORDER BY depth
 """
-_CHAIN_IDS = _CHAIN.replace(", record", "").replace(", r.record", "")
-"""The same walk without the records (``chain_ids``)."""
+_CHAIN = _CHAIN_IDS.replace(
+    "SELECT chain.id, chain.previous_response_id FROM chain ORDER BY depth",
+    "SELECT chain.id, chain.previous_response_id, records.record FROM chain "
+    "LEFT JOIN response_records AS records ON records.id = chain.id ORDER BY depth",
+)
+"""The same walk with each response's record (``chain_input``)."""
 
 
 class SQLiteResponseStore(EncodedStore):
@@ -81,16 +108,15 @@ class SQLiteResponseStore(EncodedStore):
             with write_transaction(db):
                 now = self._now(db)
                 db.execute(
-                    "INSERT OR REPLACE INTO responses (id, previous_response_id, used_at, record) VALUES (?, ?, ?, ?)",
-                    (response_id, previous_response_id, now, data),
+                    "INSERT OR REPLACE INTO response_chain (id, previous_response_id, used_at) VALUES (?, ?, ?)",
+                    (response_id, previous_response_id, now),
                 )
+                db.execute("INSERT OR REPLACE INTO response_records (id, record) VALUES (?, ?)", (response_id, data))
                 if self.ttl_seconds is not None:
-                    db.execute("DELETE FROM responses WHERE used_at <= ?", (now - self.ttl_seconds,))
+                    _delete(db, "SELECT id FROM response_chain WHERE used_at <= ?", (now - self.ttl_seconds,))
                 if self.max_entries is not None:
-                    db.execute(
-                        "DELETE FROM responses WHERE id IN "
-                        "(SELECT id FROM responses ORDER BY used_at DESC LIMIT -1 OFFSET ?)",
-                        (self.max_entries,),
+                    _delete(
+                        db, "SELECT id FROM response_chain ORDER BY used_at DESC LIMIT -1 OFFSET ?", (self.max_entries,)
                     )
 
         await self._file.run(put)
@@ -98,7 +124,8 @@ class SQLiteResponseStore(EncodedStore):
     async def _get_encoded(self, response_id: str) -> bytes | None:
         def get(db: sqlite3.Connection) -> bytes | None:
             row = db.execute(
-                "SELECT record FROM responses WHERE id = ? AND used_at > ?",
+                "SELECT records.record FROM response_chain AS chain JOIN response_records AS records "
+                "ON records.id = chain.id WHERE chain.id = ? AND chain.used_at > ?",
                 (response_id, self._oldest_live(self._clock())),
             ).fetchone()
             return None if row is None else bytes(row[0])
@@ -108,7 +135,8 @@ class SQLiteResponseStore(EncodedStore):
     async def delete(self, response_id: str) -> bool:
         def delete(db: sqlite3.Connection) -> bool:
             with write_transaction(db):
-                return db.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+                db.execute("DELETE FROM response_records WHERE id = ?", (response_id,))
+                return db.execute("DELETE FROM response_chain WHERE id = ?", (response_id,)).rowcount > 0
 
         return await self._file.run(delete)
 
@@ -126,9 +154,11 @@ class SQLiteResponseStore(EncodedStore):
                 oldest_gone = rows[-1][1]
                 if oldest_gone is not None:
                     raise PreviousResponseNotFound(previous_response_id, oldest_gone)
+                if records and (lost := next((row[0] for row in rows if row[2] is None), None)) is not None:
+                    raise PreviousResponseNotFound(previous_response_id, lost)  # written half by a crash
                 # Newest first, each a little later: the oldest is evicted last.
                 db.executemany(
-                    "UPDATE responses SET used_at = ? WHERE id = ?",
+                    "UPDATE response_chain SET used_at = ? WHERE id = ?",
                     [(now + depth * 1e-6, row[0]) for depth, row in enumerate(rows)],
                 )
                 return [bytes(row[2]) for row in rows] if records else [row[0] for row in rows]
@@ -140,9 +170,15 @@ class SQLiteResponseStore(EncodedStore):
 
     def _now(self, db: sqlite3.Connection) -> float:
         """The clock, but never before the latest use: the eviction order is strict."""
-        latest = db.execute("SELECT max(used_at) FROM responses").fetchone()[0]
+        latest = db.execute("SELECT max(used_at) FROM response_chain").fetchone()[0]
         now = self._clock()
         return now if latest is None or now > latest else latest + 1e-6
 
     def _oldest_live(self, now: float) -> float:
         return now - self.ttl_seconds if self.ttl_seconds is not None else float("-inf")
+
+
+def _delete(db: sqlite3.Connection, ids: str, parameters: tuple[Any, ...]) -> None:
+    """Delete the responses the query ``ids`` selects, their records first."""
+    db.execute(f"DELETE FROM response_records WHERE id IN ({ids})", parameters)
+    db.execute(f"DELETE FROM response_chain WHERE id IN ({ids})", parameters)
