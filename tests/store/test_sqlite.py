@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.store import SQLiteResponseStore, StoreUnavailable, connect_sqlite, open_store
+from toolwire.store import (
+    PreviousResponseNotFound,
+    SQLiteResponseStore,
+    StoreUnavailable,
+    connect_sqlite,
+    open_store,
+)
 from toolwire.store._base import encode_record
 
 from .records import exchange, texts
@@ -185,3 +191,17 @@ def test_a_connection_waits_for_another_writer_and_commits_each_statement(tmp_pa
             assert other.execute("SELECT text FROM notes").fetchall() == [("seen at once",)]
     finally:
         db.close()
+
+
+async def test_a_chain_whose_record_is_missing_is_not_found_at_that_response(tmp_path: Path) -> None:
+    store = SQLiteResponseStore(tmp_path / "r.db", ttl_seconds=None, max_entries=None)
+    try:
+        await store.put(exchange("resp_1", "one"))
+        await store.put(exchange("resp_2", "two", previous="resp_1"))
+        with contextlib.closing(sqlite3.connect(tmp_path / "r.db")) as db, db:  # as a damaged file would have it
+            db.execute("DELETE FROM response_records WHERE id = 'resp_1'")
+        with pytest.raises(PreviousResponseNotFound) as caught:
+            await store.chain_input("resp_2")
+        assert (caught.value.previous_response_id, caught.value.missing_id) == ("resp_2", "resp_1")
+    finally:
+        await store.aclose()
