@@ -90,7 +90,7 @@ def _comparisons(case: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def _measured(case: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """(label, process, its figures, comparison) for each path measured against direct in
-    ``case``: the gateways, then the bare relay (``bench.relay``, at 16 connections)."""
+    ``case``: the gateways, then the bare relay (``bench.relay``), if it was measured."""
     out = [(label, _process(comparison), comparison["toolwire"], comparison) for label, comparison in _comparisons(case)]
     if "relay" in case:
         out.append(("relay", "relay", case["relay"]["relay"], case["relay"]))
@@ -225,6 +225,15 @@ def render(results: dict[str, Any]) -> str:
             + " / ".join(f"{c['toolwire_cpu_us']:.0f}" for c in cases)
             + " µs: what uvicorn + aiohttp cost with no translation at all."
         )
+    for writes in [w for w in writes_run if all("relay" in _case(results, n, 1, w) for n in names)]:
+        cases = [_case(results, n, 1, writes) for n in names]
+        add(
+            f"- bare relay at 1 connection, {WRITES[writes]}: "
+            + " / ".join(_signed_ms(c["relay"]["added_p50_ms"]) for c in cases)
+            + f" added p50 ({' / '.join(short[n] for n in names)}) against toolwire's "
+            + " / ".join(_signed_ms(c["added_p50_ms"]) for c in cases)
+            + ": the part of the one-connection latency that uvicorn + aiohttp take before any translation."
+        )
     if relay_writes:
         add("")
     _over_the_relay(add, results, names, short)
@@ -236,7 +245,7 @@ def render(results: dict[str, Any]) -> str:
     add("")
     add("`direct`: wrk POSTs the Chat Completions body toolwire itself sends upstream for this request to the "
         "canned upstream. `toolwire`: wrk POSTs the Codex body, with Codex's headers, to `toolwire serve` in "
-        "front of the same upstream. `relay` (16 connections): wrk POSTs the Codex body to the bare relay, which "
+        "front of the same upstream. `relay`: wrk POSTs the Codex body to the bare relay, which "
         "drops it, sends the same pre-translated Chat body upstream and passes the upstream's bytes back "
         "unchanged. Latency is wrk's: request sent → whole stream received. Every response is "
         "checked (status 200 and the stream's end: `data: [DONE]` / `response.completed`); `errors` counts "

@@ -200,7 +200,8 @@ def load_runs(
 
     ``gateways`` maps target names to running gateways: ``toolwire`` (measured at both
     connection counts) and optionally ``toolwire-wN`` (N workers, at 16 connections).
-    ``relay`` (the bare relay) is measured at 16 connections.
+    ``relay`` (the bare relay) is measured at both too: at 1 connection it is the floor of
+    the added latency, at 16 of the throughput.
     """
     watch = {"upstream": upstream.pid, **{name: gateway.pid for name, gateway in gateways.items()}, "relay": relay.pid}
     scaled = [name for name in gateways if name != "toolwire"]
@@ -226,7 +227,7 @@ def load_runs(
             "relay": (relay.url + "/v1/responses", relay_script),
         }
         for connections in CONNECTIONS:
-            names = ["direct", "toolwire", *([*scaled, "relay"] if connections > 1 else [])]
+            names = ["direct", "toolwire", *(scaled if connections > 1 else []), "relay"]
             targets = {name: all_targets[name] for name in names}
             if args.warmup > 0:
                 for name, (url, script) in targets.items():
@@ -253,8 +254,7 @@ def load_runs(
             for name in scaled if connections > 1 else []:
                 case["scaled"] = {"workers": int(name.rsplit("-w", 1)[1]),
                                   **_comparison(runs["direct"], runs[name], name)}
-            if connections > 1:
-                case["relay"] = _comparison(runs["direct"], runs["relay"], "relay", side="relay")
+            case["relay"] = _comparison(runs["direct"], runs["relay"], "relay", side="relay")
             results.append(case)
     return results
 

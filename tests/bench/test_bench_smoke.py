@@ -8,6 +8,7 @@ Needs ``wrk`` on PATH (Debian/Ubuntu: ``apt-get install -y wrk``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -54,8 +55,13 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
             r"what uvicorn \+ aiohttp cost with no translation at all\.$",
             report, re.M,
         ), writes
-        for body in ("V1", "V2"):
-            relay_row = rf"^\| upstream {writes} \| {body} \| 16 \| `relay` \| "
+        assert re.search(
+            rf"^- bare relay at 1 connection, upstream {writes}: {NUMBER} ms / {NUMBER} ms added p50 \(V1 / V2\) "
+            rf"against toolwire's {NUMBER} ms / {NUMBER} ms: the part of the one-connection latency",
+            report.replace("+", ""), re.M,
+        ), writes
+        for body, connections in itertools.product(("V1", "V2"), (1, 16)):
+            relay_row = rf"^\| upstream {writes} \| {body} \| {connections} \| `relay` \| "
             assert re.search(relay_row + rf"{NUMBER} \| {NUMBER} ms \| {NUMBER} ms \| {NUMBER} ms \| 0 \|",
                              report, re.M), (writes, body)
             assert re.search(relay_row + rf"{NUMBER} % \| \+?{NUMBER} ms \|", report, re.M), (writes, body)
@@ -94,7 +100,7 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
     for case in results["load"]:
         comparisons = [(case, "toolwire"), *([(case["scaled"], "toolwire")] if "scaled" in case else []),
                        *([(case["relay"], "relay")] if "relay" in case else [])]
-        assert len(comparisons) == (3 if case["connections"] == 16 else 1), case.keys()
+        assert len(comparisons) == (3 if case["connections"] == 16 else 2), case.keys()
         for comparison, side in comparisons:
             for target in ("direct", side):
                 figures = comparison[target]
