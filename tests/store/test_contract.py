@@ -177,6 +177,24 @@ async def test_continuing_a_chain_evicts_its_newest_member_before_its_oldest(mak
     assert await store.get("resp_2") is None and await store.get("resp_1") is not None
 
 
+@pytest.mark.parametrize("walk", ["chain_input", "chain_ids"])
+async def test_a_long_chain_walked_is_evicted_newest_first_all_along(make_store: StoreFactory, walk: str) -> None:
+    # Long enough that a store refreshing the chain in batches (Redis: 500 members to a
+    # command) must carry the order across them.
+    length = 1_200
+    store = make_store(max_entries=length + 1, ttl_seconds=None)
+    for n in range(length):
+        await store.put(exchange(f"resp_{n}", str(n), previous=f"resp_{n - 1}" if n else None))
+    await store.put(exchange("resp_x", "other"))
+    await getattr(store, walk)(f"resp_{length - 1}")  # resp_x is now the least recent
+    gone = 502
+    for n in range(gone + 1):
+        await store.put(exchange(f"resp_new_{n}", "new"))
+    assert await store.get("resp_x") is None
+    kept = [n for n in range(length) if await store.get(f"resp_{n}") is not None]
+    assert kept == list(range(length - gone))
+
+
 async def test_concurrent_continuations_of_one_response_both_keep_their_chains(make_store: StoreFactory) -> None:
     # Two gateways (two store clients; one store when in memory) continue resp_0 at once.
     first = make_store()

@@ -69,6 +69,10 @@ return 1
 # "1" for the records or "0" for their ids.
 # Returns {status, missing id, record or id...} newest first; status is "ok",
 # "missing" (missing id is the response that is gone) or "too_long".
+# The walk reads a response's record only when the records are asked for (a record is
+# its whole turn; the ids alone are what a gateway that holds the conversation asks).
+# The chain is scored as used from one reading of the clock, newest first, each a
+# microsecond later (the oldest is evicted last), in ZADDs of up to 500 members.
 _CHAIN = (
     _NOW
     + """
@@ -79,18 +83,33 @@ local found = {}
 local id = ARGV[1]
 while id ~= '' do
     if #found >= limit then return {'too_long', ''} end
-    local fields = redis.call('HMGET', ARGV[2] .. id, 'record', 'prev')
-    if not fields[1] then return {'missing', id} end
-    found[#found + 1] = {id, fields[1]}
-    id = fields[2] or ''
+    local key = ARGV[2] .. id
+    local answer, prev
+    if records then
+        local fields = redis.call('HMGET', key, 'record', 'prev')
+        answer, prev = fields[1], fields[2]
+    else
+        prev = redis.call('HGET', key, 'prev')
+        answer = id
+    end
+    if not (answer and prev) then return {'missing', id} end
+    found[#found + 1] = {id, answer}
+    id = prev
 end
+local now = used_now(KEYS[1])
 local result = {'ok', ''}
+local scores = {}
 for i, entry in ipairs(found) do
-    -- newest first, each scored a little later: the oldest is evicted last
-    redis.call('ZADD', KEYS[1], used_now(KEYS[1]), entry[1])
+    scores[#scores + 1] = now + i - 1
+    scores[#scores + 1] = entry[1]
+    if #scores == 1000 then
+        redis.call('ZADD', KEYS[1], unpack(scores))
+        scores = {}
+    end
     if ttl_ms > 0 then redis.call('PEXPIRE', ARGV[2] .. entry[1], ttl_ms) end
-    if records then result[#result + 1] = entry[2] else result[#result + 1] = entry[1] end
+    result[#result + 1] = entry[2]
 end
+if #scores > 0 then redis.call('ZADD', KEYS[1], unpack(scores)) end
 return result
 """
 )
