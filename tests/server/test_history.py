@@ -6,6 +6,7 @@ import pytest
 
 from toolwire.errors import RequestError
 from toolwire.server._history import (
+    CATCH_UP_RESPONSES,
     CONNECTION_RESPONSES_KEPT,
     EMPTY,
     ConnectionHistory,
@@ -116,6 +117,49 @@ async def test_a_stored_conversation_is_continued_from_what_was_kept_while_the_s
     with pytest.raises(PreviousResponseNotFound) as itself:
         await history.conversation("resp_2", None)
     assert itself.value.missing_id == "resp_2" and itself.value.message == "Previous response with id 'resp_2' not found."
+
+
+async def test_a_conversation_kept_a_few_responses_before_is_caught_up_on_them_alone() -> None:
+    # Another gateway behind the same store answered the turns after the one kept here.
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    here, there = StoreHistory(store, KnownConversations()), StoreHistory(store, KnownConversations())
+    first = await keep(here, record(1), store=True)
+    before = first
+    for n in (2, 3):
+        before = await keep(there, record(n, f"resp_{n - 1}"), await there.conversation(f"resp_{n - 1}", None), store=True)
+    caught_up = await here.conversation("resp_3", None)
+    assert texts(caught_up) == texts(before) and caught_up.chain == ("resp_1", "resp_2", "resp_3")
+    assert caught_up.walked is first.walked  # the translation resumes from what it derived then
+    assert first.weight < caught_up.weight < 2 * before.weight  # an estimate, as its own would be
+    assert (here.known.continued, here.known.caught_up, here.known.read) == (0, 1, 0)
+    assert here.known.get("resp_1", None) is None and here.known.get("resp_3", None) is caught_up  # in its place
+    assert await here.conversation("resp_3", None) is caught_up  # kept, so continued as its own
+    await store.put(record(4, "resp_3"))
+    await store.delete("resp_3")  # a response caught up on is gone: the store's walk says which
+    with pytest.raises(PreviousResponseNotFound) as gone:
+        await here.conversation("resp_4", None)
+    assert gone.value.missing_id == "resp_3" and here.known.caught_up == 1
+
+
+async def test_a_conversation_kept_too_long_before_or_by_another_owner_is_read_whole() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    here, there = StoreHistory(store, KnownConversations()), StoreHistory(store, KnownConversations())
+    await keep(here, record(0), store=True)
+    last = CATCH_UP_RESPONSES + 1
+    for n in range(1, last + 1):
+        await keep(there, record(n, f"resp_{n - 1}"), await there.conversation(f"resp_{n - 1}", None), store=True)
+    assert len((await here.conversation(f"resp_{last}", None)).chain) == last + 1
+    assert (here.known.caught_up, here.known.read) == (0, 1)  # one response too many to catch up on
+    assert len((await here.conversation(f"resp_{last - 1}", None)).chain) == last  # exactly as many: caught up
+    assert (here.known.caught_up, here.known.read) == (1, 1)
+    known = KnownConversations()
+    mine = EMPTY.grown(StoredResponse.from_exchange({"id": "resp_a", "created_at": 1, "output": []}, "q", owner="key:a"))
+    assert mine is not None
+    known.keep("key:a", mine, replacing=EMPTY)
+    assert known.kept_before(("resp_a", "resp_b"), "key:a") is mine
+    assert known.kept_before(("resp_a", "resp_b"), "key:b") is None  # another owner's
+    assert known.kept_before(("resp_z", "resp_a", "resp_b"), "key:a") is None  # another chain through that id
+    assert known.kept_before(("resp_a",), "key:a") is None  # the chain itself is no continuation of it
 
 
 async def test_a_kept_conversation_is_its_owners_only() -> None:

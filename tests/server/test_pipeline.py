@@ -5,10 +5,11 @@ errors, the history, the log line, and a client that leaves."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -220,21 +221,29 @@ def stored_conversations(metrics: str) -> dict[str, float]:
     }
 
 
-async def test_a_conversation_continued_turn_by_turn_goes_upstream_as_read_from_the_store(
-    upstream: ChatUpstream, tmp_path: Any
+CONVERSATION_TOOLS = [
+    {"type": "function", "name": "lookup", "description": "look up", "parameters": {"type": "object"}}, CUSTOM_PATCH,
+]
+
+
+async def converse(
+    upstream: ChatUpstream,
+    answering: Callable[[int], httpx.AsyncClient],
+    readers: list[httpx.AsyncClient],
+    *,
+    turns: int = 5,
 ) -> None:
-    # One gateway continues its own responses (kept parsed, with their translation); a
-    # second, sharing the store, reads the same conversation from it: the upstream must
-    # be sent the same messages by both, turn after turn.
-    tools = [{"type": "function", "name": "lookup", "description": "look up", "parameters": {"type": "object"}},
-             CUSTOM_PATCH]  # fmt: skip
-    config = chat_config(upstream.base_url, store=f"sqlite:///{tmp_path}/responses.db")
-    turns: list[Any] = [
+    """A conversation of text, a function call, a custom tool call and their outputs,
+    continued by ``previous_response_id`` for ``turns`` turns (at most 6): each turn goes to
+    ``answering(turn)``, whose answer the next turn continues, and then to each of
+    ``readers``; the upstream must be sent the same Chat request by all of them."""
+    inputs: list[Any] = [
         "Find the capital.",
         [{"type": "function_call_output", "call_id": "call_lookup", "output": "Paris"}],
         [{"role": "user", "content": [{"type": "input_text", "text": "And patch the notes."}]}],
         [{"type": "custom_tool_call_output", "call_id": "call_patch", "output": "done"}],
         "Thanks.",
+        "Bye.",
     ]
     replies = [
         ToolCalls([Call("lookup", '{"q": "capital"}', id="call_lookup")], text="Looking."),
@@ -242,23 +251,36 @@ async def test_a_conversation_continued_turn_by_turn_goes_upstream_as_read_from_
         ToolCalls([Call("apply_patch", '{"input": "*** Begin Patch\\n*** End Patch\\n"}', id="call_patch")]),
         Text("Patched."),
         Text("You are welcome."),
+        Text("Goodbye."),
     ]
+    previous: str | None = None
+    for turn, (turn_input, reply) in enumerate(zip(inputs[:turns], replies, strict=False)):
+        body = {"model": "m", "input": turn_input, "tools": CONVERSATION_TOOLS, "instructions": "Be brief.",
+                "stream": True}  # fmt: skip
+        if previous is not None:
+            body["previous_response_id"] = previous
+        clients = [answering(turn), *readers]
+        upstream.enqueue(*[reply] * len(clients))
+        answers = []
+        for client in clients:
+            response = await client.post("/v1/responses", json=body)
+            assert response.status_code == 200, response.text
+            answers.append(sse_events(response.content)[-1]["response"])
+        assert {answer["status"] for answer in answers} == {"completed"}, turn
+        sent = upstream.chat_requests[-len(clients) :]
+        assert all(other == sent[0] for other in sent[1:]), turn
+        previous = answers[0]["id"]  # the answering gateway's own: the readers read it from the store
+
+
+async def test_a_conversation_continued_turn_by_turn_goes_upstream_as_read_from_the_store(
+    upstream: ChatUpstream, tmp_path: Any
+) -> None:
+    # One gateway continues its own responses (kept parsed, with their translation); a
+    # second, sharing the store, reads the same conversation from it: the upstream must
+    # be sent the same messages by both, turn after turn.
+    config = chat_config(upstream.base_url, store=f"sqlite:///{tmp_path}/responses.db")
     async with gateway_client(config) as first, gateway_client(config) as second:
-        previous: str | None = None
-        for turn, reply in zip(turns, replies, strict=True):
-            body = {"model": "m", "input": turn, "tools": tools, "instructions": "Be brief.", "stream": True}
-            if previous is not None:
-                body["previous_response_id"] = previous
-            upstream.enqueue(reply, reply)
-            answers = []
-            for client in (first, second):
-                response = await client.post("/v1/responses", json=body)
-                assert response.status_code == 200, response.text
-                answers.append(sse_events(response.content)[-1]["response"])
-            assert answers[0]["status"] == answers[1]["status"] == "completed"
-            first_sent, second_sent = upstream.chat_requests[-2:]
-            assert first_sent == second_sent
-            previous = answers[0]["id"]  # the first gateway's own: the second reads it from the store
+        await converse(upstream, lambda turn: first, [second])
         kept = [stored_conversations((await client.get("/metrics")).text) for client in (first, second)]
     assert kept[0]["continued_total"] == 4 and kept[0]["read_total"] == 0
     assert kept[1]["continued_total"] == 0 and kept[1]["read_total"] == 4
@@ -269,6 +291,30 @@ async def test_a_conversation_continued_turn_by_turn_goes_upstream_as_read_from_
         ("system", "Be brief."), ("user", "Find the capital."), ("assistant", "Looking."), ("tool", "Paris"),
         ("assistant", "Paris."), ("user", "And patch the notes."), ("assistant", ""), ("tool", "done"),
         ("assistant", "Patched."), ("user", "Thanks."),
+    ]  # fmt: skip
+
+
+async def test_gateways_taking_turns_at_a_conversation_catch_up_on_the_turns_they_did_not_answer(
+    upstream: ChatUpstream, tmp_path: Any
+) -> None:
+    # Three gateways behind one load balancer, sharing the store, answer a conversation's
+    # turns in turn: each holds it as it was two responses before, reads only those two,
+    # and sends the upstream what a gateway reading the whole chain (the fourth) sends.
+    config = chat_config(upstream.base_url, store=f"sqlite:///{tmp_path}/responses.db")
+    async with contextlib.AsyncExitStack() as stack:
+        gateways = [await stack.enter_async_context(gateway_client(config)) for _ in range(4)]
+        await converse(upstream, lambda turn: gateways[turn % 3], [gateways[3]], turns=6)
+        kept = [stored_conversations((await client.get("/metrics")).text) for client in gateways]
+    assert [(k["continued_total"], k["caught_up_total"], k["read_total"]) for k in kept] == [
+        (0, 1, 0),  # turn 4 caught up on the responses to turns 2 and 3
+        (0, 1, 1),  # turn 2 read the first response (nothing kept yet); turn 5 caught up
+        (0, 1, 1),  # turn 3 read; turn 6 caught up
+        (0, 0, 5),  # its answers are branches of their own: each turn reads the whole chain
+    ]
+    assert [k["entries"] for k in kept[:3]] == [1, 1, 1]  # one conversation each, caught up or not
+    sent = upstream.chat_requests[-1]["messages"]
+    assert [(m["role"], m.get("content")) for m in sent][-4:] == [
+        ("assistant", "Patched."), ("user", "Thanks."), ("assistant", "You are welcome."), ("user", "Bye."),
     ]  # fmt: skip
 
 

@@ -27,6 +27,11 @@ conversation also carries the history its request's own translation derived stat
 translates only what is new: the last response's output and its own input. For that the
 request's own items are used in the form its record keeps them (``stored_items``: with
 ids, messages in full), the form every later turn reads them in.
+
+Gateways behind one load balancer share the store, and the turns of one conversation
+come to them in turn: a gateway then holds the conversation as it was a turn or a few
+ago. It reads only the responses added since (``CATCH_UP_RESPONSES`` at most, each by
+itself), parses them onto what it holds, and translates only what is new, as for its own.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ from toolwire.store import ItemDict, PreviousResponseNotFound, ResponseStore, St
 
 CONNECTION_RESPONSES_KEPT = 8
 """Responses one connection remembers (the newest; a client continues the last one)."""
+
+CATCH_UP_RESPONSES = 8
+"""The most responses a kept conversation is caught up by, each read from the store alone
+(more are read with the rest of the chain, in one walk)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,18 @@ class Conversation:
         weight = self.weight + WEIGHT_PER_BODY_BYTE * turn
         return Conversation((*self.chain, record.id), (*sent.items, *answer), sent, weight)
 
+    def caught_up(self, records: Sequence[StoredResponse]) -> Conversation | None:
+        """This conversation continued by ``records`` (oldest first), responses the gateway
+        did not answer itself: their items parsed onto this conversation's, the translation's
+        state still this conversation's (the next request walks their items once). None
+        when an item does not parse."""
+        conversation: Conversation | None = self
+        for record in records:
+            conversation = conversation.grown(record) if conversation is not None else None
+        if conversation is None:
+            return None
+        return Conversation(conversation.chain, conversation.items, self.walked, conversation.weight)
+
 
 EMPTY = Conversation((), ())
 """The conversation before a first request."""
@@ -114,6 +135,9 @@ class KnownConversations:
         """Continuations that found their conversation kept."""
         self.read = 0
         """Continuations that read their conversation from the store and parsed it whole."""
+        self.caught_up = 0
+        """Continuations that found their conversation kept as it was a few responses before,
+        and read only those responses."""
 
     @property
     def weight(self) -> int:
@@ -130,6 +154,18 @@ class KnownConversations:
                 return None
             self._entries.move_to_end(response_id)
             return entry[1]
+
+    def kept_before(self, chain: tuple[str, ...], owner: str | None) -> Conversation | None:
+        """The longest of ``owner``'s kept conversations that the responses ``chain``
+        continue (its chain a shorter start of ``chain``), if it lacks at most
+        ``CATCH_UP_RESPONSES`` of them; else None."""
+        with self._lock:
+            for length in range(len(chain) - 1, max(0, len(chain) - 1 - CATCH_UP_RESPONSES), -1):
+                entry = self._entries.get(chain[length - 1])
+                if entry is not None and entry[0] == owner and entry[1].chain == chain[:length]:
+                    self._entries.move_to_end(chain[length - 1])
+                    return entry[1]
+        return None
 
     def keep(self, owner: str | None, conversation: Conversation, *, replacing: Conversation) -> None:
         """Keep ``conversation`` (under its last response's id), which continues ``replacing``."""
@@ -206,9 +242,33 @@ class StoreHistory:
         previous = await self.store.get(previous_response_id)
         if previous is None or not previous.visible_to(owner):
             raise PreviousResponseNotFound(previous_response_id)
-        self.known.read += 1
         chain = await self.store.chain_ids(previous_response_id)
+        caught_up = await self._caught_up(chain, owner, previous)
+        if caught_up is not None:
+            self.known.caught_up += 1
+            return caught_up
+        self.known.read += 1
         return Conversation.parse(chain, await self.store.chain_input(previous_response_id))
+
+    async def _caught_up(self, chain: tuple[str, ...], owner: str | None, last: StoredResponse) -> Conversation | None:
+        """The conversation of ``chain``, from one kept as it was a few responses before
+        (``last`` is the chain's newest record, read already) and those responses read one
+        by one; it is kept in place of the one it grew from. None when none is kept, or a
+        record is gone (then reading the chain says where) or does not parse."""
+        assert self.store is not None
+        kept = self.known.kept_before(chain, owner)
+        if kept is None:
+            return None
+        records: list[StoredResponse] = []
+        for response_id in chain[len(kept.chain) : -1]:
+            record = await self.store.get(response_id)
+            if record is None:
+                return None
+            records.append(record)
+        caught_up = kept.caught_up([*records, last])
+        if caught_up is not None:
+            self.known.keep(owner, caught_up, replacing=kept)
+        return caught_up
 
     async def keep(
         self, record: StoredResponse, *, before: Conversation, after: Conversation | None, store_requested: bool

@@ -251,6 +251,11 @@ FAMILIES: dict[str, tuple[str, str, list[str] | None]] = {
     "toolwire_stored_conversations_read": (
         "counter", "Continuations (previous_response_id) that read theirs from the store.", [],
     ),
+    "toolwire_stored_conversations_caught_up": (
+        "counter",
+        "Continuations (previous_response_id) that found theirs kept a few responses before, and read only those.",
+        [],
+    ),
 }  # fmt: skip
 LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, float("inf")]
 TTFT_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, float("inf")]

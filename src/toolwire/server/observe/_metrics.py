@@ -30,6 +30,9 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``stored_conversations_bytes``              gauge      their estimated memory
 ``stored_conversations_continued_total``    counter    continuations that found theirs kept
 ``stored_conversations_read_total``         counter    continuations that read the store's
+``stored_conversations_caught_up_total``    counter    continuations that found theirs kept a
+                                                       few responses before (another gateway
+                                                       answered those), and read only those
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -370,6 +373,10 @@ class _HistoryCollector(Collector):
     _STORED_READ = (
         "toolwire_stored_conversations_read", "Continuations (previous_response_id) that read theirs from the store.",
     )
+    _STORED_CAUGHT_UP = (
+        "toolwire_stored_conversations_caught_up",
+        "Continuations (previous_response_id) that found theirs kept a few responses before, and read only those.",
+    )
 
     def __init__(self, histories: KnownHistories, conversations: KnownConversations) -> None:
         self._histories = histories
@@ -384,6 +391,7 @@ class _HistoryCollector(Collector):
         yield GaugeMetricFamily(*self._STORED_BYTES)
         yield CounterMetricFamily(*self._STORED_CONTINUED)
         yield CounterMetricFamily(*self._STORED_READ)
+        yield CounterMetricFamily(*self._STORED_CAUGHT_UP)
 
     def collect(self) -> Iterator[Metric]:
         histories = self._histories
@@ -396,3 +404,4 @@ class _HistoryCollector(Collector):
         yield GaugeMetricFamily(*self._STORED_BYTES, value=conversations.weight)
         yield CounterMetricFamily(*self._STORED_CONTINUED, value=conversations.continued)
         yield CounterMetricFamily(*self._STORED_READ, value=conversations.read)
+        yield CounterMetricFamily(*self._STORED_CAUGHT_UP, value=conversations.caught_up)
