@@ -2,6 +2,7 @@
 conversation's length.
 
     python -m bench.chains [--quick] [--lengths 0,50,200,800] [--turns 20] [--store memory://]
+                           [--taking-turns]
 
 The openai SDK's way to hold a conversation (``store`` is true by default; Codex does the
 same over its WebSocket): each request sends only its new input and names the response it
@@ -16,11 +17,16 @@ minus direct's, for a gateway keeping parsed conversations (the default) and one
 none (``--history-cache-bytes 0``: every turn reads and parses the whole conversation from
 the store, and translates all of it), in turn. After the longest, the memory of the first:
 its RSS, and what it estimates its kept conversations take (``/metrics``).
+
+``--taking-turns`` (a store the gateways share: ``sqlite:///...`` or ``redis://...``) adds a
+third conversation, answered by two more gateways in turn, as behind a load balancer: each
+holds the conversation as it was one response before and catches up on the other's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import statistics
 import time
@@ -64,10 +70,10 @@ def direct_body(turns: int) -> dict[str, Any]:
 
 
 class Conversation:
-    """One conversation on one gateway, continued turn by turn."""
+    """One conversation continued turn by turn, on one gateway or on several in turn."""
 
-    def __init__(self, client: httpx.Client, gateway_url: str) -> None:
-        self.client, self.url = client, gateway_url + "/v1/responses"
+    def __init__(self, client: httpx.Client, *gateway_urls: str) -> None:
+        self.client, self.urls = client, [url + "/v1/responses" for url in gateway_urls]
         self.previous: str | None = None
         self.turns = 0
 
@@ -75,7 +81,7 @@ class Conversation:
         body: dict[str, Any] = {"model": canned.MODEL, "input": USER_TEXT, "stream": True}
         if self.previous is not None:
             body["previous_response_id"] = self.previous
-        seconds, stream = _timed_post(self.client, self.url, body)
+        seconds, stream = _timed_post(self.client, self.urls[self.turns % len(self.urls)], body)
         self.previous = _response_id(stream)
         self.turns += 1
         return seconds
@@ -85,13 +91,13 @@ def stored_conversation_metrics(client: httpx.Client, gateway_url: str) -> dict[
     """The gateway's ``toolwire_stored_conversations_*`` figures from ``/metrics``."""
     text = client.get(gateway_url + "/metrics").text
     figures = {}
-    for name in ("entries", "bytes", "continued_total", "read_total"):
+    for name in ("entries", "bytes", "continued_total", "read_total", "caught_up_total"):
         match = re.search(rf"^toolwire_stored_conversations_{name} (\S+)$", text, re.M)
         figures[name] = float(match[1]) if match else float("nan")
     return figures
 
 
-def measure(lengths: list[int], turns: int, store: str, work: Path) -> dict[str, Any]:
+def measure(lengths: list[int], turns: int, store: str, work: Path, *, taking_turns: bool = False) -> dict[str, Any]:
     """The rows of the table, one per length, and the memory figures."""
     logs = work / "logs"
     rows = []
@@ -99,13 +105,17 @@ def measure(lengths: list[int], turns: int, store: str, work: Path) -> dict[str,
             procs.gateway_service(upstream.url + "/v1", logs, "--store", store, name="gateway-chains") as cached, \
             procs.gateway_service(upstream.url + "/v1", logs, "--store", store, "--history-cache-bytes", "0",
                                   name="gateway-chains-uncached") as uncached, \
-            httpx.Client(timeout=120) as client:  # fmt: skip
+            contextlib.ExitStack() as more, httpx.Client(timeout=120) as client:  # fmt: skip
         conversations = {"toolwire": Conversation(client, cached.url), "uncached": Conversation(client, uncached.url)}
+        if taking_turns:
+            pair = [more.enter_context(procs.gateway_service(upstream.url + "/v1", logs, "--store", store,
+                                                             name=f"gateway-chains-turns-{n}")) for n in (1, 2)]
+            conversations["taking_turns"] = Conversation(client, *(gateway.url for gateway in pair))
         conversations["toolwire"].turn()  # imports, first allocations: not the conversations
         baseline_kib = procs.memory_kib(cached.pid)
         conversations["toolwire"] = Conversation(client, cached.url)
         for length in lengths:
-            times: dict[str, list[float]] = {"direct": [], "toolwire": [], "uncached": []}
+            times: dict[str, list[float]] = {"direct": [], **{name: [] for name in conversations}}
             for conversation in conversations.values():
                 while conversation.turns < length:
                     conversation.turn()
@@ -122,6 +132,7 @@ def measure(lengths: list[int], turns: int, store: str, work: Path) -> dict[str,
                 "p50_ms": p50,
                 "added_p50_ms": p50["toolwire"] - p50["direct"],
                 "uncached_added_p50_ms": p50["uncached"] - p50["direct"],
+                **({"taking_turns_added_p50_ms": p50["taking_turns"] - p50["direct"]} if taking_turns else {}),
                 "direct_body_bytes": len(orjson.dumps(direct_body(length))),
             })  # fmt: skip
         figures = stored_conversation_metrics(client, cached.url)
@@ -134,20 +145,25 @@ def measure(lengths: list[int], turns: int, store: str, work: Path) -> dict[str,
             "continued": figures["continued_total"],
             "read": figures["read_total"],
         }
+        if taking_turns:
+            memory["taking_turns"] = [stored_conversation_metrics(client, gateway.url) for gateway in pair]
     return {"turns_timed": turns, "store": store, "rows": rows, "memory": memory}
 
 
 def table(result: dict[str, Any]) -> str:
     """The markdown table of ``measure``'s result, and a line on the memory."""
+    pairs = "taking_turns_added_p50_ms" in result["rows"][0] if result["rows"] else False
     lines = [
-        "| turns before | Chat body | direct p50 | toolwire p50 | **added** | keeping no conversation: added |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| turns before | Chat body | direct p50 | toolwire p50 | **added** | keeping no conversation: added |"
+        + (" two gateways taking turns: added |" if pairs else ""),
+        "| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if pairs else ""),
     ]
     for row in result["rows"]:
         p50 = row["p50_ms"]
         lines.append(
             f"| {row['turns']} | {row['direct_body_bytes'] / 1e6:.2f} MB | {p50['direct']:.3f} ms | {p50['toolwire']:.3f} ms"
             f" | **{row['added_p50_ms']:+.3f} ms** | {row['uncached_added_p50_ms']:+.3f} ms |"
+            + (f" {row['taking_turns_added_p50_ms']:+.3f} ms |" if pairs else "")
         )
     memory = result["memory"]
     lines += [
@@ -157,6 +173,11 @@ def table(result: dict[str, Any]) -> str:
         f"`toolwire_stored_conversations_bytes`) {memory['estimated_mb']:.1f} MB in {memory['entries']:.0f} "
         f"entries; {memory['continued']:.0f} turns continued what was kept, {memory['read']:.0f} read the store.",
     ]
+    for n, figures in enumerate(memory.get("taking_turns", ()), 1):
+        lines.append(
+            f"Gateway {n} of the two taking turns: {figures['caught_up_total']:.0f} turns caught up on the other's "
+            f"response, {figures['read_total']:.0f} read the store, {figures['continued_total']:.0f} continued their own."
+        )
     return "\n".join(lines)
 
 
@@ -166,10 +187,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lengths", default=None, help="turns before the timed ones, comma-separated [0,50,200,800]")
     parser.add_argument("--turns", type=int, default=None, help="timed turns per length [20; --quick 3]")
     parser.add_argument("--store", default="memory://", help="the gateways' response store [memory://]")
+    parser.add_argument("--taking-turns", action="store_true",
+                        help="also a conversation answered by two gateways in turn (needs a shared --store)")
     parser.add_argument("--work-dir", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
     lengths = [int(n) for n in (args.lengths or ("0,5" if args.quick else ",".join(map(str, LENGTHS)))).split(",")]
-    result = measure(sorted(lengths), args.turns or (3 if args.quick else 20), args.store, args.work_dir)
+    if args.taking_turns and args.store.startswith("memory:"):
+        parser.error("--taking-turns needs a store the gateways share (sqlite:///PATH or redis://...)")
+    result = measure(sorted(lengths), args.turns or (3 if args.quick else 20), args.store, args.work_dir,
+                     taking_turns=args.taking_turns)
     (args.work_dir / "chains.json").write_text(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     print(table(result))
 
