@@ -18,10 +18,10 @@ from toolwire.server._history import (
 from toolwire.store import MemoryResponseStore, PreviousResponseNotFound, StoredResponse
 
 
-def record(n: int, previous: str | None = None) -> StoredResponse:
+def record(n: int, previous: str | None = None, owner: str | None = None) -> StoredResponse:
     response = {"id": f"resp_{n}", "created_at": n, "output": [{"type": "message", "role": "assistant",
                                                                 "content": [{"type": "output_text", "text": f"answer {n}"}]}]}
-    return StoredResponse.from_exchange(response, f"question {n}", previous_response_id=previous)
+    return StoredResponse.from_exchange(response, f"question {n}", previous_response_id=previous, owner=owner)
 
 
 def texts(conversation: Conversation) -> list[str]:
@@ -119,26 +119,32 @@ async def test_a_stored_conversation_is_continued_from_what_was_kept_while_the_s
     assert itself.value.missing_id == "resp_2" and itself.value.message == "Previous response with id 'resp_2' not found."
 
 
-async def test_a_conversation_kept_a_few_responses_before_is_caught_up_on_them_alone() -> None:
+@pytest.mark.parametrize("owner", [None, "key:alice"])
+async def test_a_conversation_kept_a_few_responses_before_is_caught_up_on_them_alone(owner: str | None) -> None:
     # Another gateway behind the same store answered the turns after the one kept here.
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
     here, there = StoreHistory(store, KnownConversations()), StoreHistory(store, KnownConversations())
-    first = await keep(here, record(1), store=True)
+    first = await keep(here, record(1, owner=owner), store=True)
     before = first
     for n in (2, 3):
-        before = await keep(there, record(n, f"resp_{n - 1}"), await there.conversation(f"resp_{n - 1}", None), store=True)
-    caught_up = await here.conversation("resp_3", None)
+        continued = await there.conversation(f"resp_{n - 1}", owner)
+        before = await keep(there, record(n, f"resp_{n - 1}", owner), continued, store=True)
+    caught_up = await here.conversation("resp_3", owner)
     assert texts(caught_up) == texts(before) and caught_up.chain == ("resp_1", "resp_2", "resp_3")
     assert caught_up.walked is first.walked  # the translation resumes from what it derived then
     assert first.weight < caught_up.weight < 2 * before.weight  # an estimate, as its own would be
     assert (here.known.continued, here.known.caught_up, here.known.read) == (0, 1, 0)
-    assert here.known.get("resp_1", None) is None and here.known.get("resp_3", None) is caught_up  # in its place
-    assert await here.conversation("resp_3", None) is caught_up  # kept, so continued as its own
-    await store.put(record(4, "resp_3"))
-    await store.delete("resp_3")  # a response caught up on is gone: the store's walk says which
+    assert here.known.get("resp_1", owner) is None and here.known.get("resp_3", owner) is caught_up  # in its place
+    assert await here.conversation("resp_3", owner) is caught_up  # kept, so continued as its own
+    assert (here.known.continued, here.known.caught_up, here.known.read) == (1, 1, 0)
+    await keep(there, record(4, "resp_3", owner), await there.conversation("resp_3", owner), store=True)
+    assert (await here.conversation("resp_4", owner)).chain == ("resp_1", "resp_2", "resp_3", "resp_4")
+    assert (here.known.continued, here.known.caught_up, here.known.read) == (1, 2, 0)  # and again
+    await store.put(record(5, "resp_4", owner))
+    await store.delete("resp_4")  # a response caught up on is gone: the store's walk says which
     with pytest.raises(PreviousResponseNotFound) as gone:
-        await here.conversation("resp_4", None)
-    assert gone.value.missing_id == "resp_3" and here.known.caught_up == 1
+        await here.conversation("resp_5", owner)
+    assert gone.value.missing_id == "resp_4" and here.known.caught_up == 2
 
 
 async def test_a_conversation_kept_too_long_before_or_by_another_owner_is_read_whole() -> None:
@@ -166,8 +172,9 @@ async def test_a_kept_conversation_is_its_owners_only() -> None:
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
     history = StoreHistory(store, KnownConversations())
     mine = StoredResponse.from_exchange({"id": "resp_7", "created_at": 7, "output": []}, "question 7", owner="key:alice")
-    await keep(history, mine, store=True)
-    assert texts(await history.conversation("resp_7", "key:alice")) == ["question 7"]
+    kept = await keep(history, mine, store=True)
+    assert await history.conversation("resp_7", "key:alice") is kept  # continued from what was kept
+    assert (history.known.continued, history.known.read) == (1, 0)
     for stranger in ("key:bob", None):
         assert history.known.get("resp_7", stranger) is None
         with pytest.raises(PreviousResponseNotFound):
@@ -212,6 +219,40 @@ def test_a_continuation_replaces_the_conversation_it_continues() -> None:
     known.keep(None, again, replacing=EMPTY)
     assert known.get("resp_2", None) is again
     assert known.weight == again.weight + retried.weight + other.weight
+
+
+async def test_a_stored_item_that_does_not_parse_is_named_by_its_place_in_the_continuing_request() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    await store.put(record(1))
+    bad = {"id": "resp_2", "created_at": 2, "output": [{"type": "message", "role": "assistant", "content": 7}]}
+    await store.put(StoredResponse.from_exchange(bad, "question 2", previous_response_id="resp_1"))
+    with pytest.raises(RequestError, match=r"input\[3\]"):  # question 1, answer 1, question 2, then the bad answer
+        await StoreHistory(store, KnownConversations()).conversation("resp_2", None)
+
+
+async def test_a_conversation_caught_up_over_an_item_that_does_not_parse_is_read_whole_and_says_where() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    here = StoreHistory(store, KnownConversations())
+    await keep(here, record(1), store=True)
+    bad = {"id": "resp_2", "created_at": 2, "output": [{"type": "message", "role": "assistant", "content": 7}]}
+    await store.put(StoredResponse.from_exchange(bad, "question 2", previous_response_id="resp_1"))
+    await store.put(record(3, "resp_2"))  # answered elsewhere after the bad one
+    with pytest.raises(RequestError, match=r"input\[3\]"):
+        await here.conversation("resp_3", None)
+    assert (here.known.caught_up, here.known.read) == (0, 1)
+
+
+async def test_a_conversation_read_from_the_store_weighs_what_its_growing_would() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
+    grown = EMPTY
+    for n in range(1, 6):
+        next_one = grown.grown(record(n, f"resp_{n - 1}" if n > 1 else None))
+        assert next_one is not None
+        grown = next_one
+        await store.put(record(n, f"resp_{n - 1}" if n > 1 else None))
+    read = await StoreHistory(store, KnownConversations()).conversation("resp_5", None)
+    assert read.items == grown.items and read.walked is None
+    assert 0.9 * grown.weight <= read.weight <= 1.1 * grown.weight  # an estimate of the same bytes
 
 
 def test_a_conversation_whose_output_is_not_an_item_is_not_kept_parsed() -> None:

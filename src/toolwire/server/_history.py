@@ -106,11 +106,12 @@ class Conversation:
         did not answer itself: their items parsed onto this conversation's, the translation's
         state still this conversation's (the next request walks their items once). None
         when an item does not parse."""
-        conversation: Conversation | None = self
+        conversation = self
         for record in records:
-            conversation = conversation.grown(record) if conversation is not None else None
-        if conversation is None:
-            return None
+            grown = conversation.grown(record)
+            if grown is None:
+                return None
+            conversation = grown
         return Conversation(conversation.chain, conversation.items, self.walked, conversation.weight)
 
 
