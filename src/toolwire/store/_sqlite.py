@@ -81,6 +81,12 @@ _CHAIN = _CHAIN_IDS.replace(
 """The same walk with each response's record (``chain_input``)."""
 
 
+_BEYOND_THE_BOUND = (
+    "SELECT id FROM response_chain ORDER BY used_at LIMIT max(0, (SELECT count(*) FROM response_chain) - ?)"
+)
+"""The least recently used responses beyond ``max_entries`` (its one parameter)."""
+
+
 class SQLiteResponseStore(EncodedStore):
     """A ``ResponseStore`` in the SQLite file at ``path`` (created on first use).
 
@@ -117,9 +123,9 @@ class SQLiteResponseStore(EncodedStore):
                 if self.ttl_seconds is not None:
                     _delete(db, "SELECT id FROM response_chain WHERE used_at <= ?", (now - self.ttl_seconds,))
                 if self.max_entries is not None:
-                    _delete(
-                        db, "SELECT id FROM response_chain ORDER BY used_at DESC LIMIT -1 OFFSET ?", (self.max_entries,)
-                    )
+                    # The oldest beyond the bound, found from the oldest end: a full store's
+                    # count(*) reads the chain's pages, where an OFFSET walked every row.
+                    _delete(db, _BEYOND_THE_BOUND, (self.max_entries,))
 
         await self._file.run(put)
 
