@@ -15,11 +15,13 @@ import pytest
 import redis
 
 from toolwire.store import ResponseStore, open_store
+from toolwire.store import _sqlite as sqlite_store
 
 from .redis_server import MISSING_REASON, REDIS_SERVER, RedisServer
 
 StoreFactory = Callable[..., ResponseStore]
-STORE_KINDS = ["memory", "sqlite", "redis"]
+STORE_KINDS = ["memory", "sqlite", "sqlite-3.37", "redis"]
+"""``sqlite-3.37``: SQLite as the store uses a library older than 3.38 (its chain refreshed row by row)."""
 
 
 @pytest.fixture(scope="session")
@@ -58,8 +60,10 @@ async def make_store(request: pytest.FixtureRequest, store_kind: str, tmp_path: 
     kind = store_kind
     if kind == "memory":
         url = "memory://"
-    elif kind == "sqlite":
+    elif kind.startswith("sqlite"):
         url = f"sqlite://{tmp_path / 'responses.sqlite3'}"
+        if kind == "sqlite-3.37":
+            request.getfixturevalue("monkeypatch").setattr(sqlite_store, "REFRESH_IN_ONE_STATEMENT", False)
     else:
         url = request.getfixturevalue("fresh_redis").url
     opened: list[ResponseStore] = []
