@@ -24,6 +24,12 @@ def record(n: int, previous: str | None = None, owner: str | None = None) -> Sto
     return StoredResponse.from_exchange(response, f"question {n}", previous_response_id=previous, owner=owner)
 
 
+def unparsable(n: int, previous: str | None = None) -> StoredResponse:
+    """A record whose output message does not parse (its content is a number)."""
+    response = {"id": f"resp_{n}", "created_at": n, "output": [{"type": "message", "role": "assistant", "content": 7}]}
+    return StoredResponse.from_exchange(response, f"question {n}", previous_response_id=previous)
+
+
 def texts(conversation: Conversation) -> list[str]:
     items = [item.dump() for item in conversation.items]
     return [str(part["text"]) for item in items for part in item["content"]]
@@ -224,8 +230,7 @@ def test_a_continuation_replaces_the_conversation_it_continues() -> None:
 async def test_a_stored_item_that_does_not_parse_is_named_by_its_place_in_the_continuing_request() -> None:
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
     await store.put(record(1))
-    bad = {"id": "resp_2", "created_at": 2, "output": [{"type": "message", "role": "assistant", "content": 7}]}
-    await store.put(StoredResponse.from_exchange(bad, "question 2", previous_response_id="resp_1"))
+    await store.put(unparsable(2, "resp_1"))
     with pytest.raises(RequestError, match=r"input\[3\]"):  # question 1, answer 1, question 2, then the bad answer
         await StoreHistory(store, KnownConversations()).conversation("resp_2", None)
 
@@ -234,8 +239,7 @@ async def test_a_conversation_caught_up_over_an_item_that_does_not_parse_is_read
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
     here = StoreHistory(store, KnownConversations())
     await keep(here, record(1), store=True)
-    bad = {"id": "resp_2", "created_at": 2, "output": [{"type": "message", "role": "assistant", "content": 7}]}
-    await store.put(StoredResponse.from_exchange(bad, "question 2", previous_response_id="resp_1"))
+    await store.put(unparsable(2, "resp_1"))
     await store.put(record(3, "resp_2"))  # answered elsewhere after the bad one
     with pytest.raises(RequestError, match=r"input\[3\]"):
         await here.conversation("resp_3", None)
@@ -246,15 +250,15 @@ async def test_a_conversation_read_from_the_store_weighs_what_its_growing_would(
     store = MemoryResponseStore(ttl_seconds=None, max_entries=None)
     grown = EMPTY
     for n in range(1, 6):
-        next_one = grown.grown(record(n, f"resp_{n - 1}" if n > 1 else None))
+        stored = record(n, f"resp_{n - 1}" if n > 1 else None)
+        next_one = grown.grown(stored)
         assert next_one is not None
         grown = next_one
-        await store.put(record(n, f"resp_{n - 1}" if n > 1 else None))
+        await store.put(stored)
     read = await StoreHistory(store, KnownConversations()).conversation("resp_5", None)
     assert read.items == grown.items and read.walked is None
     assert 0.9 * grown.weight <= read.weight <= 1.1 * grown.weight  # an estimate of the same bytes
 
 
 def test_a_conversation_whose_output_is_not_an_item_is_not_kept_parsed() -> None:
-    response = {"id": "resp_1", "created_at": 1, "output": [{"type": "message", "role": "assistant", "content": 7}]}
-    assert EMPTY.grown(StoredResponse.from_exchange(response, "question")) is None
+    assert EMPTY.grown(unparsable(1)) is None

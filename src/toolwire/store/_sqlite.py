@@ -88,7 +88,9 @@ libraries (RHEL 8's 3.26, which Python 3.11 there links) refresh a chain row by 
 _BEYOND_THE_BOUND = (
     "SELECT id FROM response_chain ORDER BY used_at LIMIT max(0, (SELECT count(*) FROM response_chain) - ?)"
 )
-"""The least recently used responses beyond ``max_entries`` (its one parameter)."""
+"""The least recently used responses beyond ``max_entries`` (its one parameter), found from
+the oldest end: ``count(*)`` reads the chain's pages, where an ``OFFSET`` from the newest end
+walked every row of a full store on every write."""
 
 
 class SQLiteResponseStore(EncodedStore):
@@ -127,8 +129,6 @@ class SQLiteResponseStore(EncodedStore):
                 if self.ttl_seconds is not None:
                     _delete(db, "SELECT id FROM response_chain WHERE used_at <= ?", (now - self.ttl_seconds,))
                 if self.max_entries is not None:
-                    # The oldest beyond the bound, found from the oldest end: a full store's
-                    # count(*) reads the chain's pages, where an OFFSET walked every row.
                     _delete(db, _BEYOND_THE_BOUND, (self.max_entries,))
 
         await self._file.run(put)
@@ -168,8 +168,9 @@ class SQLiteResponseStore(EncodedStore):
                     raise PreviousResponseNotFound(previous_response_id, oldest_gone)
                 if records and (lost := next((row[0] for row in rows if row[2] is None), None)) is not None:
                     raise PreviousResponseNotFound(previous_response_id, lost)  # written half by a crash
-                _refresh([row[0] for row in rows], now, db)
-                return [bytes(row[2]) for row in rows] if records else [row[0] for row in rows]
+                ids = [row[0] for row in rows]
+                _refresh(ids, now, db)
+                return [bytes(row[2]) for row in rows] if records else ids
 
         return await self._file.run(chain)
 
