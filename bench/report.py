@@ -97,6 +97,17 @@ def _measured(case: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict
     return out
 
 
+def _interpreter_speed(machine: dict[str, Any]) -> str:
+    loop_ms = machine.get("interpreter_loop_ms")  # runs before 2026-12-04 did not measure it
+    if loop_ms is None:
+        return ""
+    return (
+        f" The interpreter's speed before the run: a fixed loop of Python (a million additions of squares, "
+        f"`bench.run.interpreter_loop_ms`) took **{loop_ms:g} ms**, best of 5 (smaller is faster; a quiet load "
+        "average does not rule out a slow host: compare runs made at about the same speed)."
+    )
+
+
 def render(results: dict[str, Any]) -> str:
     out: list[str] = []
     add = out.append
@@ -122,6 +133,7 @@ def render(results: dict[str, Any]) -> str:
         f"toolwire at commit {machine['commit']}. Load average before the run: "
         f"{' '.join(machine['loadavg_before'])}. The machine is shared: figures move by several percent "
         "between runs; compare the ratios, which are measured side by side."
+        + _interpreter_speed(machine)
     )
     add("")
     add(

@@ -69,6 +69,27 @@ TARGETS = {
 }
 
 
+def interpreter_loop_ms(rounds: int = 5) -> float:
+    """The best of ``rounds`` times of one fixed loop of Python (a million additions of
+    squares), in ms: how fast this machine runs the interpreter now. The load average does
+    not say it: a host that slows its guests down shows a quiet machine, and every figure
+    of the run moves with it, the ratios to direct too (the upstream and the gateway do
+    not slow down alike)."""
+
+    def loop() -> int:
+        total = 0
+        for i in range(1_000_000):
+            total += i * i
+        return total
+
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        loop()
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1e3, 1)
+
+
 def machine_info() -> dict[str, Any]:
     cpu_model = "?"
     try:
@@ -109,6 +130,7 @@ def machine_info() -> dict[str, Any]:
         "versions": versions,
         "commit": commit + (" + uncommitted changes in src/" if dirty or untracked else ""),
         "loadavg_before": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else [],
+        "interpreter_loop_ms": interpreter_loop_ms(),
     }
 
 
@@ -395,7 +417,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.path.insert(0, str(ROOT))
 
     machine = machine_info()
-    log(f"machine: {machine['nproc']} cpus, {machine['cpu_model']}; load {machine['loadavg_before']}")
+    log(f"machine: {machine['nproc']} cpus, {machine['cpu_model']}; load {machine['loadavg_before']}; "
+        f"a fixed Python loop {machine['interpreter_loop_ms']:g} ms")
     bodies = build_all()
     chats = {body.name: core.chat_body(body) for body in bodies}
     for body in bodies:
