@@ -39,11 +39,11 @@ def chunk(delta: JSON | None = None, finish: str | None = None, usage: JSON | No
     return found
 
 
-def machine() -> CompactionAnswer:
-    translated = translate_request(REQUEST, PRESETS["generic"])
-    inner = ChatStreamTranslator(REQUEST, translated.tools, response_id="resp_c", created_at=100, model="client-model")
+def machine(request: Any = REQUEST) -> CompactionAnswer:
+    translated = translate_request(request, PRESETS["generic"])
+    inner = ChatStreamTranslator(request, translated.tools, response_id="resp_c", created_at=100, model="client-model")
     return CompactionAnswer(
-        inner, REQUEST, seal=lambda text: SEAL.seal(text, "alice"), response_id="resp_c", created_at=100, model="client-model"
+        inner, request, seal=lambda text: SEAL.seal(text, "alice"), response_id="resp_c", created_at=100, model="client-model"
     )
 
 
@@ -125,6 +125,16 @@ def test_whole() -> None:
     assert compacted["object"] == "response.compaction" and compacted["id"] == "resp_c"
     assert compacted["output"][-1] == item and compacted["output"][0]["id"].startswith("msg_")
     assert compacted["usage"]["total_tokens"] == 940
+    assert "safety_identifier" not in compacted and "service_tier" not in compacted
+
+
+def test_the_compaction_object_repeats_the_identifier_and_tier_the_client_sent() -> None:
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Sum."}, "finish_reason": "stop"}]}
+    fields = {"safety_identifier": "user-7", "service_tier": "flex"}
+    for sent, repeated in [(fields, fields), ({"safety_identifier": None, "service_tier": 3}, {})]:
+        answer = machine(parse_request({**REQUEST.model_dump(exclude_none=True), **sent}))
+        compacted = answer.compaction_object(answer.translate_whole(completion), [])
+        assert {key: compacted[key] for key in fields if key in compacted} == repeated
 
 
 def test_whole_without_a_summary_is_an_upstream_error() -> None:

@@ -254,8 +254,9 @@ def test_the_openai_sdk_reads_compactions(gateway: GatewayProcess, upstream: Cha
     upstream.enqueue(Text(SUMMARY, usage=USAGE), Text(SUMMARY, usage=USAGE), Text("Going on."))
     options: Any = {"base_url": gateway.base_url, "api_key": "x", "max_retries": 0}
     with openai.OpenAI(**options) as loose:
-        compacted = loose.responses.compact(model="gpt-5.4", input=cast(Any, HISTORY))
+        compacted = loose.responses.compact(model="gpt-5.4", input=cast(Any, HISTORY), safety_identifier="user-7")
         assert compacted.object == "response.compaction" and compacted.usage.input_tokens == 4321
+        assert compacted.safety_identifier == "user-7" and compacted.service_tier is None
         assert compacted.output[-1].type == "compaction"
     with openai.OpenAI(**options, _strict_response_validation=True) as client:
         trigger: Any = [*HISTORY, TRIGGER]

@@ -38,6 +38,9 @@ Seal = Callable[[str], str]
 """A summary in, the ``encrypted_content`` that carries it out."""
 
 _NO_SUMMARY = "The model wrote no summary of the conversation, so it could not be compacted."
+_REPORTED = ("safety_identifier", "service_tier")
+"""The request's fields a compaction object repeats when the client sent them (the openai
+SDK's ``CompactedResponse`` holds both since 3.60.0)."""
 
 
 class CompactionAnswer(WrittenAnswer):
@@ -56,6 +59,8 @@ class CompactionAnswer(WrittenAnswer):
         self._inner = inner
         self._seal = seal
         self._writer = ResponsesEventWriter(request, response_id=response_id, created_at=created_at, model=model)
+        extra = request.model_extra or {}
+        self._reported = {key: extra[key] for key in _REPORTED if isinstance(extra.get(key), str)}
         self.conversions: list[str] = inner.conversions
         """The inner translator's repairs (the same list)."""
 
@@ -114,7 +119,8 @@ class CompactionAnswer(WrittenAnswer):
 
     def compaction_object(self, response: JSON, retained: list[JSON]) -> JSON:
         """``POST /v1/responses/compact``'s answer for the completed ``response``: the
-        ``retained`` messages (given ids where they have none), then its compaction item."""
+        ``retained`` messages (given ids where they have none), then its compaction item;
+        the request's ``safety_identifier`` and ``service_tier`` when it has them."""
         kept = [message if "id" in message else {"id": self._writer.new_id("msg"), **message} for message in retained]
         return {
             "id": response["id"],
@@ -122,6 +128,7 @@ class CompactionAnswer(WrittenAnswer):
             "created_at": response["created_at"],
             "output": [*kept, *response["output"]],
             "usage": complete_usage(response.get("usage")),
+            **self._reported,
         }
 
     # ------------------------------------------------------------ the end
