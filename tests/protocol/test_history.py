@@ -131,6 +131,20 @@ def test_histories_are_looked_for_among_those_of_the_same_prompt_cache_key() -> 
     assert known(assert_same(body([user("no key"), user("more")]))) == 1
 
 
+def test_a_body_naming_its_previous_response_keeps_no_history() -> None:
+    """Over a WebSocket (and with the SDK's ``store: true``) each turn sends its new items
+    and names the response it continues: no later body starts with its bytes."""
+    learned = KNOWN_HISTORIES.learned
+    first = assert_same(body(turns(3), prompt_cache_key="thread-1"))
+    for turn in range(20):
+        request = assert_same(body([user(f"go on {turn}")], prompt_cache_key="thread-1", previous_response_id=f"resp_{turn}"))
+        assert request.history() is None
+    assert len(KNOWN_HISTORIES) == 1 and KNOWN_HISTORIES.learned - learned == 1
+    # the history of the body that named none is continued as before
+    assert known(assert_same(body([*turns(3), user("more")], prompt_cache_key="thread-1"))) == len(turns(3))
+    assert first.history() is not None
+
+
 @pytest.mark.parametrize(
     "changed",
     [

@@ -15,7 +15,13 @@ import pytest
 from pydantic import ValidationError
 
 from toolwire.errors import RequestError
-from toolwire.protocol import AdditionalToolsItem, ToolSearchOutputItem, ToolSpec, parse_request
+from toolwire.protocol import (
+    AdditionalToolsItem,
+    ToolSearchOutputItem,
+    ToolSpec,
+    parse_item,
+    parse_request,
+)
 from toolwire.protocol._depth import HEADROOM, MAX_JSON_DEPTH, check_depth, json_at_depth
 from toolwire.protocol._tool_cache import (
     TOOL_LISTS,
@@ -428,3 +434,35 @@ def test_invalid_raw_item_tools_are_an_error_every_time() -> None:
     for _ in range(2):
         with pytest.raises(ValidationError):
             validate_item_tools([function("ok"), {"type": "function"}])
+
+
+# ---------------------------------------------------------------- items parsed alone
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "additional_tools", "id": "at_read_back", "role": "developer", "tools": V2_TOOLS},
+        {"type": "tool_search_output", "call_id": "read-back", "execution": "client", "tools": V2_TOOLS},
+    ],
+    ids=["additional_tools", "tool_search_output"],
+)
+def test_an_item_read_back_declares_the_specs_its_request_did(item: dict[str, Any]) -> None:
+    """A conversation read back from where it was kept (a WebSocket's own responses, the
+    store) parses its items one by one: their tool lists are the very specs of the
+    request that sent them, so what a translation derived from those is found again."""
+    sent = item_tools(orjson.dumps({"model": "m", "input": [item]}), 0)
+    read_back = [parse_item(orjson.loads(orjson.dumps(item))) for _ in range(2)]
+    for parsed in read_back:
+        assert isinstance(parsed, AdditionalToolsItem | ToolSearchOutputItem)
+        assert all(a is b for a, b in zip(parsed.tools, sent, strict=True))
+        assert parsed.dump() == item
+    assert read_back[0].tools is not read_back[1].tools  # each item has its own list
+
+
+def test_an_item_with_invalid_tools_names_the_field_every_time() -> None:
+    item = {"type": "additional_tools", "role": "developer", "tools": [function("ok"), {"type": "function"}]}
+    for _ in range(2):
+        with pytest.raises(RequestError) as caught:
+            parse_item(item, where="input[4]")
+        assert caught.value.param == "input[4].tools[1].name"

@@ -29,6 +29,8 @@ from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.keys import STATIC_KEY_NAME
+from toolwire.protocol import KNOWN_HISTORIES
+from toolwire.translate.chat._tools import DeclaredTools
 
 JSON = dict[str, Any]
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
@@ -116,6 +118,33 @@ async def test_answers_one_after_another_and_the_connection_remembers_its_own(up
     assert text_of(second) == "Two million." and second["previous_response_id"] == first["id"]
     assert [m["content"] for m in upstream.chat_requests[1]["messages"]] == ["Capital of France?", "Paris.", "People?"]
     assert all(request["stream"] is True for request in upstream.chat_requests)
+
+
+async def test_a_conversation_continued_turn_by_turn_derives_its_tools_once(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Codex continues on its WebSocket: the first request declares the tools (V2: in an
+    ``additional_tools`` item), each later one names the response before it and sends its
+    new item. The conversation the connection holds declares the very specs of the first
+    request, so the tool table translation derives from them is derived once; and no
+    continuing body is kept as a history of resent bytes (none will be resent)."""
+    derived: list[object] = []
+    of = DeclaredTools.of.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(DeclaredTools, "of", classmethod(lambda cls, catalog: derived.append(catalog) or of(cls, catalog)))
+    tools = {"type": "additional_tools", "role": "developer", "tools": [
+        {"type": "namespace", "name": "once_ns", "description": "", "tools": [{"type": "function", "name": "derived_once"}]}
+    ]}
+    upstream.enqueue(*(Text(f"answer {n}") for n in range(5)))
+    KNOWN_HISTORIES.clear()
+    async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
+        last = completed(await create(ws, input=[tools, {"role": "user", "content": "hi"}], store=False, prompt_cache_key="t"))
+        for n in range(4):
+            turn = [{"role": "user", "content": f"go on {n}"}]
+            last = completed(await create(ws, input=turn, previous_response_id=last["id"], store=False, prompt_cache_key="t"))
+    assert text_of(last) == "answer 4"
+    assert len(derived) == 1
+    assert len(KNOWN_HISTORIES) == 1  # the first request's
+    assert upstream.chat_requests[-1]["tools"][0]["function"]["name"].endswith("derived_once")
 
 
 async def test_a_response_not_held_by_the_connection_is_looked_up_in_the_store(upstream: ChatUpstream) -> None:

@@ -306,8 +306,15 @@ class KnownHistories:
     def learn(self, body: bytes, data: dict[str, Any], request: ResponsesRequest) -> None:
         """Keep the history of ``body``, which decoded to ``data`` and validated to
         ``request`` on the full path, when its head and items are written as orjson
-        writes them; the request then links to it."""
-        if not self.enabled or not isinstance(request.input, list):
+        writes them; the request then links to it.
+
+        Not for a request that names its ``previous_response_id``: its input is only its
+        new items, which the next request does not resend (it names this one's response
+        instead), so its body is never the start of another. Kept, such bodies would each
+        take a place of their own under the conversation's ``prompt_cache_key`` (a
+        WebSocket's every turn), be looked through on every request with that key, and
+        push out the histories of clients that resend them."""
+        if not self.enabled or not isinstance(request.input, list) or request.previous_response_id is not None:
             return
         raw_items = data.get("input")
         if not isinstance(raw_items, list) or len(raw_items) != len(request.input):

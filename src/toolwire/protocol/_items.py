@@ -282,15 +282,39 @@ _ITEM_ADAPTER: TypeAdapter[Item] = TypeAdapter(Item)
 def parse_item(value: Any, *, where: str = "item") -> Item:
     """Parse one item from its JSON object.
 
+    The tool list of an ``additional_tools`` or ``tool_search_output`` item seen before
+    gives back its kept specs (``_tool_cache``), as it does in a parsed request body: a
+    conversation read back from where it was kept (a WebSocket's own responses, the
+    store) declares the very specs of its first request, and what is derived from them
+    (a translation's tool table) is not derived again on every turn.
+
     Raises ``RequestError`` naming the field, e.g. ``input[3].arguments``, when a known
     item type has a missing or mistyped field. ``where`` is the item's own path.
     """
     from ._errors import request_error_from
 
+    if type(value) is dict and value.get("type") in ITEM_TYPES_WITH_TOOLS and type(value.get("tools")) is list:
+        value = _with_kept_tools(value)
     try:
         return _ITEM_ADAPTER.validate_python(value)
     except ValidationError as exc:
         raise request_error_from(exc, prefix=where, tagged=True) from exc
+
+
+ITEM_TYPES_WITH_TOOLS = frozenset({"additional_tools", "tool_search_output"})
+"""Items whose ``tools`` field is a modelled list of specs (any other item keeps a
+``tools`` list as raw JSON, which must stay raw)."""
+
+
+def _with_kept_tools(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with its ``tools`` validated through the tool-list cache; as it is when
+    they do not validate (the item's validation then says where)."""
+    from ._tool_cache import validate_item_tools
+
+    try:
+        return {**value, "tools": validate_item_tools(value["tools"])}
+    except ValidationError:
+        return value
 
 
 def dump_item(item: Item) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from ._depth import HEADROOM, json_at_depth
-from ._items import AdditionalToolsItem, ToolSearchOutputItem
+from ._items import ITEM_TYPES_WITH_TOOLS, AdditionalToolsItem, ToolSearchOutputItem
 from ._tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -178,9 +178,6 @@ TOOL_LISTS = ToolListCache(max_entries=64, max_bytes=4 * 1024 * 1024)
 # object, its ``input`` list and the item; plus the headroom ``check_depth`` keeps.
 _TOP_LEVEL_TOOLS_DEPTH = HEADROOM + 1
 _ITEM_TOOLS_DEPTH = HEADROOM + 3
-# Items whose ``tools`` field is a modelled list of specs (any other item keeps a
-# ``tools`` list as raw JSON, which must stay raw).
-_ITEMS_WITH_TOOLS = frozenset({"additional_tools", "tool_search_output"})
 
 
 class BodyToolLists:
@@ -212,7 +209,7 @@ class BodyToolLists:
             for index in with_tools:
                 item = input_items[index]
                 kind, tools = item.get("type"), item["tools"]
-                if isinstance(kind, str) and kind in _ITEMS_WITH_TOOLS and isinstance(tools, list):
+                if isinstance(kind, str) and kind in ITEM_TYPES_WITH_TOOLS and isinstance(tools, list):
                     items[index] = tools
         if not isinstance(top_level, list):
             if not items:

@@ -83,10 +83,11 @@ def create_app(
 
     pipeline = ExchangePipeline(router, settings, observers)
     responses = ResponsesHttpEndpoint(pipeline)
+    responses_websocket = ResponsesWebSocketEndpoint(pipeline)
     app = Starlette(
         routes=[
             Route("/v1/responses", responses, methods=["POST"]),
-            WebSocketRoute("/v1/responses", ResponsesWebSocketEndpoint(pipeline)),
+            WebSocketRoute("/v1/responses", responses_websocket),
             Route("/v1/responses/compact", ResponsesHttpEndpoint(pipeline, compact=True), methods=["POST"]),
             Route("/v1/models", model_list(router, settings.codex_models), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
@@ -98,7 +99,7 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
         lifespan=lifespan,
     )
-    served = _ResponsesFastPath(responses, app)
+    served = _ResponsesFastPath(responses, responses_websocket, app)
     return ClientAuth(served, gate) if gate is not None else served
 
 
@@ -110,18 +111,26 @@ def allow_header(refusal: HTTPException) -> dict[str, str]:
 
 
 class _ResponsesFastPath:
-    """``POST /v1/responses`` straight to its endpoint; everything else through Starlette.
+    """``POST /v1/responses`` and its WebSocket straight to their endpoints; everything
+    else through Starlette.
 
-    Every ASGI message of a stream otherwise passes through Starlette's router and its two
-    exception middlewares; the endpoint answers all its own errors, so it needs neither.
+    Every ASGI message of a stream (over a WebSocket: every event) otherwise passes
+    through Starlette's router and its two exception middlewares; the endpoints answer
+    all their own errors, so they need neither.
     """
 
-    def __init__(self, responses: ASGIApp, app: ASGIApp) -> None:
+    def __init__(self, responses: ASGIApp, websocket: ASGIApp, app: ASGIApp) -> None:
         self.responses = responses
+        self.websocket = websocket
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == "/v1/responses" and scope["method"] == "POST":
-            await self.responses(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
+        kind = scope["type"]
+        if scope.get("path") == "/v1/responses":
+            if kind == "http" and scope["method"] == "POST":
+                await self.responses(scope, receive, send)
+                return
+            if kind == "websocket":
+                await self.websocket(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
