@@ -26,6 +26,7 @@ holds the conversation as it was one response before and catches up on the other
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import re
 import statistics
@@ -35,6 +36,7 @@ from typing import Any
 
 import httpx
 import orjson
+from websockets.asyncio.client import ClientConnection, connect
 
 from . import log, procs
 from . import upstream as canned
@@ -87,6 +89,48 @@ class Conversation:
         return seconds
 
 
+class WebSocketConversation:
+    """One conversation continued turn by turn over one WebSocket, as Codex's built-in
+    provider holds it: ``store: false``, the connection's own memory. The client is the
+    ``websockets`` package on an event loop of its own, each turn run to its end on it; an
+    event is told by its first bytes (``{"type":"...``, as the gateway writes every event),
+    so that reading one costs about what reading an SSE stream as bytes does."""
+
+    _TERMINAL = tuple(f'{{"type":"{kind}"' for kind in ("response.completed", "response.failed", "response.incomplete", "error"))
+
+    def __init__(self, gateway_url: str) -> None:
+        self.url = gateway_url.replace("http://", "ws://", 1) + "/v1/responses"
+        self.previous: str | None = None
+        self.turns = 0
+        self._loop = asyncio.new_event_loop()
+        self._socket: ClientConnection = self._loop.run_until_complete(
+            connect(self.url, max_size=None, compression=None, open_timeout=60)
+        )
+
+    def turn(self) -> float:
+        body: dict[str, Any] = {"type": "response.create", "model": canned.MODEL, "input": USER_TEXT, "store": False}
+        if self.previous is not None:
+            body["previous_response_id"] = self.previous
+        seconds, last = self._loop.run_until_complete(self._exchange(orjson.dumps(body).decode()))
+        if not last.startswith(self._TERMINAL[0]):
+            raise RuntimeError(f"{self.url}: the turn did not complete: {last[:300]}")
+        self.previous = orjson.loads(last)["response"]["id"]
+        self.turns += 1
+        return seconds
+
+    async def _exchange(self, message: str) -> tuple[float, str]:
+        started = time.perf_counter()
+        await self._socket.send(message)
+        while True:
+            event = await asyncio.wait_for(self._socket.recv(), 120)
+            if isinstance(event, str) and event.startswith(self._TERMINAL):
+                return time.perf_counter() - started, event
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._socket.close())
+        self._loop.close()
+
+
 def stored_conversation_metrics(client: httpx.Client, gateway_url: str) -> dict[str, float]:
     """The gateway's ``toolwire_stored_conversations_*`` figures from ``/metrics``."""
     text = client.get(gateway_url + "/metrics").text
@@ -106,7 +150,13 @@ def measure(lengths: list[int], turns: int, store: str, work: Path, *, taking_tu
             procs.gateway_service(upstream.url + "/v1", logs, "--store", store, "--history-cache-bytes", "0",
                                   name="gateway-chains-uncached") as uncached, \
             contextlib.ExitStack() as more, httpx.Client(timeout=120) as client:  # fmt: skip
-        conversations = {"toolwire": Conversation(client, cached.url), "uncached": Conversation(client, uncached.url)}
+        websocket = WebSocketConversation(cached.url)
+        more.callback(websocket.close)
+        conversations: dict[str, Conversation | WebSocketConversation] = {
+            "toolwire": Conversation(client, cached.url),
+            "uncached": Conversation(client, uncached.url),
+            "websocket": websocket,
+        }
         if taking_turns:
             pair = [more.enter_context(procs.gateway_service(upstream.url + "/v1", logs, "--store", store,
                                                              name=f"gateway-chains-turns-{n}")) for n in (1, 2)]
@@ -132,6 +182,7 @@ def measure(lengths: list[int], turns: int, store: str, work: Path, *, taking_tu
                 "p50_ms": p50,
                 "added_p50_ms": p50["toolwire"] - p50["direct"],
                 "uncached_added_p50_ms": p50["uncached"] - p50["direct"],
+                "websocket_added_p50_ms": p50["websocket"] - p50["direct"],
                 **({"taking_turns_added_p50_ms": p50["taking_turns"] - p50["direct"]} if taking_turns else {}),
                 "direct_body_bytes": len(orjson.dumps(direct_body(length))),
             })  # fmt: skip
@@ -153,16 +204,19 @@ def measure(lengths: list[int], turns: int, store: str, work: Path, *, taking_tu
 def table(result: dict[str, Any]) -> str:
     """The markdown table of ``measure``'s result, and a line on the memory."""
     pairs = "taking_turns_added_p50_ms" in result["rows"][0] if result["rows"] else False
+    sockets = "websocket_added_p50_ms" in result["rows"][0] if result["rows"] else False
     lines = [
         "| turns before | Chat body | direct p50 | toolwire p50 | **added** | keeping no conversation: added |"
+        + (" over a WebSocket: added |" if sockets else "")
         + (" two gateways taking turns: added |" if pairs else ""),
-        "| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if pairs else ""),
+        "| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if sockets else "") + (" ---: |" if pairs else ""),
     ]
     for row in result["rows"]:
         p50 = row["p50_ms"]
         lines.append(
             f"| {row['turns']} | {row['direct_body_bytes'] / 1e6:.2f} MB | {p50['direct']:.3f} ms | {p50['toolwire']:.3f} ms"
             f" | **{row['added_p50_ms']:+.3f} ms** | {row['uncached_added_p50_ms']:+.3f} ms |"
+            + (f" {row['websocket_added_p50_ms']:+.3f} ms |" if sockets else "")
             + (f" {row['taking_turns_added_p50_ms']:+.3f} ms |" if pairs else "")
         )
     memory = result["memory"]

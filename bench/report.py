@@ -558,7 +558,9 @@ def _long_sessions(add: Any, results: dict[str, Any]) -> None:
             "each continuing the one before, timed one by one at one connection (httpx, the whole stream read); "
             "`direct` posts a Chat body of the same conversation to the same upstream as many times. *Keeping no "
             "conversation*: a gateway with `--history-cache-bytes 0`, which reads the whole conversation from its "
-            "store, parses and translates it on every turn.")
+            "store, parses and translates it on every turn. *Over a WebSocket*: the same conversation as Codex's "
+            "built-in provider holds it, on one connection to the first gateway, `store: false`, each turn "
+            "continuing the connection's own last response (the `websockets` client reading each event as text).")
         add("")
         add(chains_table(chains))
         add("")

@@ -13,12 +13,13 @@ NUMBER = r"[-+]?\d+(?:\.\d+)?"
 
 
 def test_a_quick_run_with_two_gateways_taking_turns_reports_each_length(tmp_path: Path) -> None:
+    """Each length's row: direct, toolwire, keeping no conversation, over a WebSocket, and two gateways taking turns."""
     command = [sys.executable, "-m", "bench.chains", "--quick", "--taking-turns",
                "--store", f"sqlite:///{tmp_path}/responses.db", "--work-dir", str(tmp_path)]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, f"bench.chains failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     for turns in (0, 5):
-        row = rf"^\| {turns} \| {NUMBER} MB \| {NUMBER} ms \| {NUMBER} ms \| \*\*{NUMBER} ms\*\* \| {NUMBER} ms \| {NUMBER} ms \|$"
+        row = rf"^\| {turns} \| {NUMBER} MB \| {NUMBER} ms \| {NUMBER} ms \| \*\*{NUMBER} ms\*\* \| {NUMBER} ms \| {NUMBER} ms \| {NUMBER} ms \|$"
         assert re.search(row, result.stdout, re.M), (turns, result.stdout)
     pair = json.loads((tmp_path / "chains.json").read_text())["memory"]["taking_turns"]
     # 3 timed turns at length 0, 2 more to reach 5, 3 timed: 8 turns, answered by the two in turn. The
