@@ -4,6 +4,7 @@
     python -m bench.compare HEAD~1 HEAD --body v1 --rounds 6
     python -m bench.compare /elsewhere/src HEAD       # a directory holding the toolwire package
     python -m bench.compare HEAD~1 HEAD --body v1 --connections 256 --pace-ms 20   # paced streams
+    python -m bench.compare HEAD~1 HEAD --body v1 --websocket   # Codex's turns over a WebSocket
 
 Full runs (``bench.run``) take twenty minutes and move by more than a small change between
 one run and the next on a shared machine. This measures only what a change is about: each
@@ -20,6 +21,11 @@ that far apart, as a model generating tokens does: each event is read alone, and
 gateway spends per event shows (the requests per second are then set by the pace and the
 connections, so the CPU per request is the figure to read).
 
+With ``--websocket``, each run is not wrk's but the turns of Codex's built-in provider
+over one WebSocket (``bench.websocket_turns``): the body's fields sent again with every
+turn, ``previous_response_id`` and a new user message, one turn at a time; the figures
+are then turns per second and the gateway's CPU per turn (``--connections`` is not used).
+
 A git revision's ``src`` is extracted (``git archive``) under the work directory; each
 version is served from its ``src`` with ``PYTHONPATH``, ahead of the installed package. Its
 dependencies are this environment's. Options are the gateway's own, not the version's: a
@@ -29,15 +35,17 @@ revision whose ``toolwire serve`` does not know one fails to start.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import statistics
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import bodies, procs, wrk
+from . import bodies, procs, websocket_turns, wrk
 from .upstream import pace_ms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +100,7 @@ def slug(name: str) -> str:
 
 
 def compare(versions: list[Version], *, body_name: str, connections: int, duration: float, rounds: int,
-            work: Path, pace_ms: float = 0.0) -> None:
+            work: Path, pace_ms: float = 0.0, websocket: bool = False) -> None:
     work.mkdir(parents=True, exist_ok=True)
     body = bodies.build(body_name)
     body_path = work / f"{body_name}.json"
@@ -104,37 +112,55 @@ def compare(versions: list[Version], *, body_name: str, connections: int, durati
         try:
             for version in versions:
                 gateways.append(serve(version, upstream.url + "/v1", work).start())
+            run: Callable[[procs.Service, float], tuple[float, float, int]] = (
+                functools.partial(_run_websocket, body=body.data) if websocket
+                else functools.partial(_run, script=script, connections=connections, work=work)
+            )  # fmt: skip
             for gateway in gateways:  # warm up: each learns the body's history
-                _run(gateway, script, connections, 2.0, work)
+                run(gateway, 2.0)
             for number in range(rounds):
                 order = list(zip(versions, gateways, strict=True))
                 for version, gateway in order if number % 2 == 0 else reversed(order):
-                    result = _run(gateway, script, connections, duration, work)
-                    version.rps.append(result.rps)
-                    version.cpu_us.append(result.cpu_us_per_request["gateway"])
-                    version.errors += result.errors
-                    print(f"round {number + 1}: {version.name:>20}  {result.rps:7.0f} req/s  "
-                          f"{version.cpu_us[-1]:5.0f} µs CPU per request", file=sys.stderr, flush=True)
+                    rps, cpu_us, errors = run(gateway, duration)
+                    version.rps.append(rps)
+                    version.cpu_us.append(cpu_us)
+                    version.errors += errors
+                    print(f"round {number + 1}: {version.name:>20}  {rps:7.0f} {'turns' if websocket else 'req'}/s  "
+                          f"{cpu_us:5.0f} µs CPU per {'turn' if websocket else 'request'}", file=sys.stderr, flush=True)
         finally:
             for gateway in gateways:
                 gateway.stop()
-    print(report(versions, body_name=body_name, connections=connections, duration=duration, pace_ms=pace_ms))
+    print(report(versions, body_name=body_name, connections=connections, duration=duration, pace_ms=pace_ms,
+                 websocket=websocket))
 
 
-def _run(gateway: procs.Service, script: Path, connections: int, duration: float, work: Path) -> wrk.WrkResult:
-    return wrk.run(gateway.url + "/v1/responses", script, target="toolwire", connections=connections,
-                   duration=duration, output_path=work / "wrk.txt", watch={"gateway": gateway.pid},
-                   cpu_seconds=procs.cpu_seconds)
+def _run(gateway: procs.Service, duration: float, *, script: Path, connections: int, work: Path) -> tuple[float, float, int]:
+    """wrk against ``gateway``: requests/s, the gateway's CPU µs per request, errors."""
+    result = wrk.run(gateway.url + "/v1/responses", script, target="toolwire", connections=connections,
+                     duration=duration, output_path=work / "wrk.txt", watch={"gateway": gateway.pid},
+                     cpu_seconds=procs.cpu_seconds)
+    return result.rps, result.cpu_us_per_request["gateway"], result.errors
 
 
-def report(versions: list[Version], *, body_name: str, connections: int, duration: float, pace_ms: float = 0.0) -> str:
+def _run_websocket(gateway: procs.Service, duration: float, *, body: bytes) -> tuple[float, float, int]:
+    """Codex's turns over a WebSocket to ``gateway``, the first request ``body``: turns/s, the
+    gateway's CPU µs per turn, errors."""
+    url = gateway.url.replace("http://", "ws://", 1) + "/v1/responses"
+    result = websocket_turns.run(url, body, duration, lambda: procs.cpu_seconds(gateway.pid))
+    return result.turns_per_second, result.cpu_us_per_turn, result.errors
+
+
+def report(versions: list[Version], *, body_name: str, connections: int, duration: float, pace_ms: float = 0.0,
+           websocket: bool = False) -> str:
     """A Markdown table: each version's medians, and its ratios to the first one."""
     first = versions[0]
+    unit = "turn" if websocket else "request"
+    how = "Codex's turns over one WebSocket" if websocket else f"{connections} connections"
     lines = [
-        f"{body_name.upper()} body, {connections} connections, {len(first.rps)} round(s) of {duration:g} s, "
+        f"{body_name.upper()} body, {how}, {len(first.rps)} round(s) of {duration:g} s, "
         f"upstream streaming {streaming(pace_ms)}; medians of the rounds",
         "",
-        f"| version | requests/s | CPU per request | CPU per request ÷ {first.name}'s, per round | errors |",
+        f"| version | {unit}s/s | CPU per {unit} | CPU per {unit} ÷ {first.name}'s, per round | errors |",
         "| --- | ---: | ---: | --- | ---: |",
     ]
     for version in versions:
@@ -186,12 +212,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per run (whole seconds)")
     parser.add_argument("--rounds", type=int, default=4)
     pace_option(parser)
+    parser.add_argument("--websocket", action="store_true",
+                        help="Codex's turns over a WebSocket (bench.websocket_turns) instead of wrk")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "compare")
     args = parse_versions(parser, argv)
     work = args.work_dir.resolve()
     versions = [Version(name, source_of(name, work)) for name in args.versions]
     compare(versions, body_name=args.body, connections=args.connections, duration=args.duration,
-            rounds=args.rounds, work=work, pace_ms=args.pace_ms)
+            rounds=args.rounds, work=work, pace_ms=args.pace_ms, websocket=args.websocket)
 
 
 if __name__ == "__main__":

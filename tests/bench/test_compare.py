@@ -57,3 +57,15 @@ def test_the_pace_cannot_be_negative(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "bench.compare", "HEAD", "--pace-ms", "-1", "--work-dir", str(tmp_path)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2 and "--pace-ms cannot be negative" in result.stderr
+
+
+def test_codex_turns_over_a_websocket_are_compared(tmp_path: Path) -> None:
+    """With ``--websocket`` each run is Codex's turns over one WebSocket: every turn
+    completes (a failed one counts as an error), and the report says turns, not requests."""
+    options = ("--rounds", "1", "--duration", "1", "--websocket", "--body", "v2")
+    table = run_head_against_src("bench.compare", "wrk", tmp_path, *options).stdout
+    assert "V2 body, Codex's turns over one WebSocket, 1 round(s) of 1 s, upstream streaming event by event" in table
+    assert "| version | turns/s | CPU per turn | CPU per turn ÷ HEAD's, per round | errors |" in table
+    rows = re.findall(r"^\| (\S+) \| (\d+) \| (\d+) µs \| .* \| (\d+) \|$", table, re.M)
+    assert [(name, errors) for name, _, _, errors in rows] == [("HEAD", "0"), (str(ROOT / "src"), "0")]
+    assert all(int(turns) > 0 and int(cpu) > 0 for _, turns, cpu, _ in rows), table
