@@ -86,11 +86,12 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
                          rf"{NUMBER} ms \| \*\*[-+]{NUMBER} ms\*\* \|", report, re.M), turns
         assert re.search(rf"^\| {turns} \| {NUMBER} kB \| {NUMBER} µs \|", report, re.M), turns
     assert re.search(rf"\*\*{NUMBER} MB per session kept\*\*", report)
-    # conversations continued by previous_response_id: a row per length, their memory
+    # conversations continued by previous_response_id: a row per length (over HTTP, keeping none, over a
+    # WebSocket), their memory
     assert re.search(r"\| added p50 latency, 1 connection, a conversation of 800\+ turns continued by", report)
     for turns in (0, 50, 200, 800):
         assert re.search(rf"^\| {turns} \| {NUMBER} MB \| {NUMBER} ms \| {NUMBER} ms \| \*\*[-+]{NUMBER} ms\*\* \| "
-                         rf"[-+]{NUMBER} ms \|$", report, re.M), turns
+                         rf"[-+]{NUMBER} ms \| [-+]{NUMBER} ms \|$", report, re.M), turns
     assert re.search(rf"Memory after \d+ turns of one conversation: RSS {NUMBER} → {NUMBER} MB", report)
     assert re.search(rf"\*\*{NUMBER} µs\*\*", report)  # core cost figures
     for layer in ("reader", "relay", "batches", "translated", "encoded", "pump"):  # the stream path's layers
