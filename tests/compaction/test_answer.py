@@ -305,3 +305,15 @@ def test_the_compaction_object_keeps_the_ids_messages_have() -> None:
     assert compacted["output"][0]["id"] == "msg_kept"
     assert compacted["output"][1]["id"].startswith("msg_") and compacted["output"][1]["id"] != "msg_kept"
     assert (compacted["created_at"], compacted["output"][2]) == (100, response["output"][0])
+
+
+def test_before_its_end_a_compaction_is_in_progress_with_what_the_backend_reported() -> None:
+    """A client that leaves mid-compaction is charged what the backend reported so far."""
+    answer = machine()
+    answer.start()
+    answer.feed(chunk({"content": "Half a summ"}))
+    answer.feed(chunk(usage=USAGE))
+    so_far = answer.response
+    assert not answer.finished
+    assert (so_far["status"], so_far["output"], so_far["id"]) == ("in_progress", [], "resp_c")
+    assert (so_far["usage"]["input_tokens"], so_far["usage"]["total_tokens"]) == (900, 940)

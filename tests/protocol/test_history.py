@@ -27,7 +27,7 @@ from toolwire.protocol import (
     parse_request,
 )
 from toolwire.protocol._depth import MAX_JSON_DEPTH
-from toolwire.protocol._history import RequestShell
+from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE, RequestShell
 
 TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
 
@@ -464,6 +464,20 @@ def test_the_fields_after_the_input_weigh_in_too() -> None:
     assert len(KNOWN_HISTORIES) == 0  # a small input, but 100 kB of fields kept with it: too heavy
     parse_request(body([user("hi")]))
     assert len(KNOWN_HISTORIES) == 1
+
+
+def test_a_fresh_cache_counts_and_weighs_from_nothing_and_keeps_256_histories() -> None:
+    cache = KnownHistories(max_bytes=1 << 40)
+    assert (len(cache), cache.weight, cache.learned, cache.continued) == (0, 0, 0, 0)
+    first = body([user("first")])
+    cache.learn(first, orjson.loads(first), whole(first))
+    assert (cache.learned, cache.weight) == (1, WEIGHT_PER_BODY_BYTE * len(first))
+    assert cache.parse_continued(body([user("first"), user("more")]), lambda data: whole(orjson.dumps(data))) is not None
+    assert cache.continued == 1
+    for n in range(300):
+        raw = body([user(f"conversation {n}")])
+        cache.learn(raw, orjson.loads(raw), whole(raw))
+    assert len(cache) == 256
 
 
 def test_a_history_continued_with_nothing_new_is_the_most_recently_used() -> None:
