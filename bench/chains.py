@@ -38,7 +38,7 @@ import httpx
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
-from . import log, procs
+from . import log, procs, websocket_turns
 from . import upstream as canned
 
 LENGTHS = (0, 50, 200, 800)
@@ -92,14 +92,11 @@ class Conversation:
 class WebSocketConversation:
     """One conversation continued turn by turn over one WebSocket, as Codex's built-in
     provider holds it: ``store: false``, the connection's own memory. The client is the
-    ``websockets`` package on an event loop of its own, each turn run to its end on it; an
-    event is told by its first bytes (``{"type":"...``, as the gateway writes every event),
-    so that reading one costs about what reading an SSE stream as bytes does."""
-
-    _TERMINAL = tuple(f'{{"type":"{kind}"' for kind in ("response.completed", "response.failed", "response.incomplete", "error"))
+    ``websockets`` package on an event loop of its own, each turn run to its end on it, its
+    events read as ``bench.websocket_turns`` reads them."""
 
     def __init__(self, gateway_url: str) -> None:
-        self.url = gateway_url.replace("http://", "ws://", 1) + "/v1/responses"
+        self.url = websocket_turns.responses_url(gateway_url)
         self.previous: str | None = None
         self.turns = 0
         self._loop = asyncio.new_event_loop()
@@ -111,20 +108,14 @@ class WebSocketConversation:
         body: dict[str, Any] = {"type": "response.create", "model": canned.MODEL, "input": USER_TEXT, "store": False}
         if self.previous is not None:
             body["previous_response_id"] = self.previous
-        seconds, last = self._loop.run_until_complete(self._exchange(orjson.dumps(body).decode()))
-        if not last.startswith(self._TERMINAL[0]):
+        started = time.perf_counter()
+        last = self._loop.run_until_complete(websocket_turns.exchange(self._socket, orjson.dumps(body).decode()))
+        seconds = time.perf_counter() - started
+        if not last.startswith(websocket_turns.COMPLETED):
             raise RuntimeError(f"{self.url}: the turn did not complete: {last[:300]}")
         self.previous = orjson.loads(last)["response"]["id"]
         self.turns += 1
         return seconds
-
-    async def _exchange(self, message: str) -> tuple[float, str]:
-        started = time.perf_counter()
-        await self._socket.send(message)
-        while True:
-            event = await asyncio.wait_for(self._socket.recv(), 120)
-            if isinstance(event, str) and event.startswith(self._TERMINAL):
-                return time.perf_counter() - started, event
 
     def close(self) -> None:
         self._loop.run_until_complete(self._socket.close())

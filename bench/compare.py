@@ -145,7 +145,7 @@ def _run(gateway: procs.Service, duration: float, *, script: Path, connections: 
 def _run_websocket(gateway: procs.Service, duration: float, *, body: bytes) -> tuple[float, float, int]:
     """Codex's turns over a WebSocket to ``gateway``, the first request ``body``: turns/s, the
     gateway's CPU µs per turn, errors."""
-    url = gateway.url.replace("http://", "ws://", 1) + "/v1/responses"
+    url = websocket_turns.responses_url(gateway.url)
     result = websocket_turns.run(url, body, duration, lambda: procs.cpu_seconds(gateway.pid))
     return result.turns_per_second, result.cpu_us_per_turn, result.errors
 

@@ -27,8 +27,9 @@ from websockets.asyncio.client import ClientConnection, connect
 
 TURNS_PER_CONVERSATION = 100
 USER_TEXT = "Go on with the next step, and say what you changed."
-_COMPLETED = '{"type":"response.completed"'
-_TERMINAL = (_COMPLETED, '{"type":"response.failed"', '{"type":"response.incomplete"', '{"type":"error"')
+COMPLETED = '{"type":"response.completed"'
+"""How a completed response's terminal event begins, as the gateway writes it."""
+_TERMINAL = (COMPLETED, '{"type":"response.failed"', '{"type":"response.incomplete"', '{"type":"error"')
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class TurnsResult:
     p50_ms: float
     cpu_us_per_turn: float
     errors: int
+
+
+def responses_url(gateway_url: str) -> str:
+    """The WebSocket URL of the gateway at ``gateway_url`` (``http://HOST:PORT``)."""
+    return gateway_url.replace("http://", "ws://", 1) + "/v1/responses"
 
 
 def run(url: str, body: bytes, duration: float, cpu_seconds: Callable[[], float]) -> TurnsResult:
@@ -60,9 +66,9 @@ async def _run(url: str, fields: dict[str, Any], duration: float, cpu_seconds: C
             turn = {"type": "response.create", **fields, "previous_response_id": previous,
                     "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": USER_TEXT}]}]}  # fmt: skip
             sent = time.perf_counter()
-            last = await _exchange(socket, orjson.dumps(turn).decode())
+            last = await exchange(socket, orjson.dumps(turn).decode())
             latencies.append(time.perf_counter() - sent)
-            if last.startswith(_COMPLETED):
+            if last.startswith(COMPLETED):
                 previous = orjson.loads(last)["response"]["id"]
             else:
                 errors += 1
@@ -73,14 +79,14 @@ async def _run(url: str, fields: dict[str, Any], duration: float, cpu_seconds: C
 
 
 async def _start(socket: ClientConnection, first: str) -> str:
-    last = await _exchange(socket, first)
-    if not last.startswith(_COMPLETED):
+    last = await exchange(socket, first)
+    if not last.startswith(COMPLETED):
         raise RuntimeError(f"a conversation's first request did not complete: {last[:300]}")
     response_id: str = orjson.loads(last)["response"]["id"]
     return response_id
 
 
-async def _exchange(socket: ClientConnection, message: str) -> str:
+async def exchange(socket: ClientConnection, message: str) -> str:
     """Send ``message``; the answer's terminal event."""
     await socket.send(message)
     while True:
