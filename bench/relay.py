@@ -6,7 +6,8 @@ An ASGI callable served the way ``toolwire serve`` serves its app: uvicorn with 
 and httptools, no access log, one process. For each ``POST /v1/responses`` it reads the
 whole request body and discards it, POSTs a fixed, pre-translated Chat Completions body
 to ``{upstream}/chat/completions`` through one pooled ``aiohttp.ClientSession`` set up as
-toolwire's upstream client sets up its own (``toolwire.upstream._http``), and streams
+toolwire's upstream client sets up its own (``toolwire.upstream._http``, with its
+connector, ``UpstreamConnector``), and streams
 the upstream's bytes back unchanged as ``text/event-stream``. No parsing, no
 translation, no logging: what is left is what uvicorn + aiohttp cost per request.
 
@@ -33,6 +34,8 @@ from typing import Any
 
 import aiohttp
 import uvicorn
+
+from toolwire.upstream._connector import UpstreamConnector
 
 BODY_HEADER = "X-Bench-Body"
 """The request header naming the benchmark body (``--chat NAME=...``) to send upstream."""
@@ -64,7 +67,7 @@ class Relay:
                 # The session settings of toolwire.upstream._http.HttpEndpoint, with its
                 # defaults; like it, the headers go with each request.
                 self.session = aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(limit=1000, ttl_dns_cache=300),
+                    connector=UpstreamConnector(limit=1000, ttl_dns_cache=300),
                     timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=300.0),
                     auto_decompress=True,
                     cookie_jar=aiohttp.DummyCookieJar(),

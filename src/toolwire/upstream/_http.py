@@ -1,7 +1,8 @@
 """HTTP to a backend: one pooled connection set per endpoint, retries, SSE reading, errors.
 
-``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp)
-and no other state between requests (no cookies), the upstream key in the header its
+``HttpEndpoint`` is what every HTTP backend shares: keep-alive connections (aiohttp's,
+made by ``_connector.UpstreamConnector``) and no other state between requests (no
+cookies), the upstream key in the header its
 wire expects (``Authorization: Bearer``, or ``x-api-key`` for Anthropic's Messages API)
 beside the wire's own headers, a forward proxy when one is given (``_proxy.proxy_for``), a failed
 connect or a 5xx retried with bounded backoff before anything streamed, and the
@@ -34,6 +35,7 @@ from toolwire.protocol import (
     StreamItem,
 )
 
+from ._connector import UpstreamConnector
 from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
 
@@ -110,7 +112,7 @@ class HttpEndpoint:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
+            connector = UpstreamConnector(limit=self._max_connections, ttl_dns_cache=300)
             # No cookie jar: the session serves every client, so a cookie the upstream set
             # in one client's answer must not go out with the next client's request.
             # No default headers either: aiohttp would add them to a proxy's CONNECT,

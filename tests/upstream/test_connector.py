@@ -1,0 +1,104 @@
+"""``UpstreamConnector``: connections that resume reading only when it is paused, and still
+pause and resume as aiohttp's own do (a body far over the reader's buffer, in bytes, in
+chunks or once decompressed, comes whole). Against a raw upstream on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.upstream.raw_upstream import raw_upstream
+from toolwire.upstream._connector import UpstreamConnector
+
+
+def chunked(pieces: list[bytes], *headers: bytes) -> list[bytes | float]:
+    """A chunked answer of ``pieces``: its head, then (a moment later, once the reader has
+    the connection in hand) its whole body at once."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+    head += b"".join(header + b"\r\n" for header in headers) + b"\r\n"
+    return [head, 0.05, b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"]
+
+
+class Calls:
+    """Counts the calls a connection's protocol gets to ``names`` (and the arguments)."""
+
+    def __init__(self, protocol: Any, *names: str) -> None:
+        self.seen: dict[str, list[tuple[Any, ...]]] = {name: [] for name in names}
+        for name in names:
+            setattr(protocol, name, self._counting(name, getattr(protocol, name)))
+
+    def _counting(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any) -> Any:
+            self.seen[name].append(args)
+            return method(*args)
+
+        return counted
+
+
+async def read_slowly(url: str, *, wait: float = 0.3, **session: Any) -> tuple[bytes, Calls]:
+    """POST, then let the answer's body pile up for ``wait`` seconds before reading it all."""
+    async with (
+        aiohttp.ClientSession(connector=UpstreamConnector(), **session) as client,
+        client.post(url + "/chat/completions", data=b"{}") as response,
+    ):
+        assert response.connection is not None and response.connection.protocol is not None
+        calls = Calls(response.connection.protocol, "pause_reading", "resume_reading", "data_received")
+        await asyncio.sleep(wait)
+        body = b"".join([data async for data in response.content.iter_any()])
+    return body, calls
+
+
+async def test_a_stream_that_never_paused_is_read_without_resuming() -> None:
+    events = [b'data: {"n":%d}\n\n' % n for n in range(44)]  # one HTTP chunk per event, as model servers write
+    async with raw_upstream(chunked(events)) as url:
+        body, calls = await read_slowly(url, wait=0.1)
+    assert body == b"".join(events)
+    assert calls.seen["pause_reading"] == []
+    # aiohttp's own connection is asked to resume once per chunk read, and feeds its parser an empty read each time
+    assert len(calls.seen["resume_reading"]) >= 44
+    assert [args for args in calls.seen["data_received"] if args == (b"",)] == []
+
+
+@pytest.mark.parametrize(
+    ("pieces", "why"),
+    [
+        ([bytes([65 + n % 26]) * 4096 for n in range(512)], "2 MiB: over the reader's high-water mark (512 KiB in aiohttp 3.14)"),
+        ([b"data: %d\n\n" % n for n in range(24_000)], "24,000 chunks: over the unread chunks a reader holds (16,384)"),
+    ],
+)
+async def test_a_stream_over_the_readers_buffer_pauses_and_comes_whole(pieces: list[bytes], why: str) -> None:
+    async with raw_upstream(chunked(pieces)) as url:
+        body, calls = await asyncio.wait_for(read_slowly(url), timeout=10)
+    assert body == b"".join(pieces), why
+    assert calls.seen["pause_reading"], f"{why}: the connection never paused, so this tested nothing"
+    assert len(calls.seen["resume_reading"]) >= len(calls.seen["pause_reading"])
+
+
+async def test_a_compressed_stream_that_grows_past_the_buffer_pauses_and_comes_whole() -> None:
+    text = b"".join(b'data: {"choices":[{"delta":{"content":"token %d"}}]}\n\n' % n for n in range(120_000))
+    packed = gzip.compress(text)
+    assert len(packed) < 512 * 1024 < 4 * 1024 * 1024 < len(text)
+    pieces = [packed[start : start + 16384] for start in range(0, len(packed), 16384)]
+    async with raw_upstream(chunked(pieces, b"Content-Encoding: gzip")) as url:
+        body, calls = await asyncio.wait_for(read_slowly(url, auto_decompress=True), timeout=10)
+    assert body == text
+    assert calls.seen["pause_reading"]
+
+
+async def test_the_connector_refuses_an_aiohttp_that_makes_connections_another_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = aiohttp.TCPConnector.__init__
+
+    def without_a_factory(self: aiohttp.TCPConnector, **kwargs: Any) -> None:
+        original(self, **kwargs)
+        del self._factory
+
+    monkeypatch.setattr(aiohttp.TCPConnector, "__init__", without_a_factory)
+    with pytest.raises(RuntimeError, match="UpstreamConnector needs updating"):
+        UpstreamConnector()
