@@ -147,6 +147,27 @@ async def test_a_conversation_continued_turn_by_turn_derives_its_tools_once(
     assert upstream.chat_requests[-1]["tools"][0]["function"]["name"].endswith("derived_once")
 
 
+async def test_a_turn_that_changes_the_fields_it_resends_is_answered_with_the_new_ones(upstream: ChatUpstream) -> None:
+    """The connection validates the fields its turns resend once (``TurnFields``): a turn
+    whose fields differ is read with its own, and the turns after it keep those."""
+    upstream.enqueue(*(Text(f"answer {n}") for n in range(4)))
+    async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
+        last = completed(await create(ws, input="zero", instructions="Be brief.", store=False))
+        for n, instructions in enumerate(["Be brief.", "Be thorough.", "Be thorough."], start=1):
+            last = completed(
+                await create(ws, input=f"turn {n}", instructions=instructions, previous_response_id=last["id"], store=False)
+            )
+            assert last["instructions"] == instructions
+        bad = [{"type": "function_call_output", "call_id": 7}]
+        [refused] = await create(ws, input=bad, instructions="Be thorough.", previous_response_id=last["id"], store=False)
+    systems = [request["messages"][0]["content"] for request in upstream.chat_requests]
+    assert systems == ["Be brief.", "Be brief.", "Be thorough.", "Be thorough."]
+    assert [m["content"] for m in upstream.chat_requests[-1]["messages"][1:]] == [
+        "zero", "answer 0", "turn 1", "answer 1", "turn 2", "answer 2", "turn 3"
+    ]
+    assert (refused["type"], refused["status"], refused["error"]["param"]) == ("error", 400, "input[0].call_id")
+
+
 async def test_a_response_not_held_by_the_connection_is_looked_up_in_the_store(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("kept"), Text("continued"))
     async with gateway(chat_config(upstream.base_url)) as gw:

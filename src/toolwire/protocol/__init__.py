@@ -5,7 +5,8 @@ losslessly; stream events and Chat Completions shapes are TypedDicts built on th
 path. Nothing here does I/O. A body that resends a history seen before is decoded only
 past it (``KNOWN_HISTORIES``, bounded; ``ResponsesRequest.history``). A streamed Chat
 answer's plain text chunks are read from their bytes once their shape is known
-(``PlainContentFrames``, giving ``PlainChunks``).
+(``PlainContentFrames``, giving ``PlainChunks``). A WebSocket's turns that resend the
+same fields have them validated once (``TurnFields``).
 """
 
 from ._base import WireModel
@@ -66,6 +67,7 @@ from ._tools import (
     ToolSearchTool,
     ToolSpec,
 )
+from ._turn_fields import TurnFields
 from ._usage import MAX_TOKEN_COUNT, token_count
 
 __all__ = [
@@ -126,6 +128,7 @@ __all__ = [
     "ToolSearchOutputItem",
     "ToolSearchTool",
     "ToolSpec",
+    "TurnFields",
     "UnknownItem",
     "UnknownPart",
     "WebSearchCallItem",

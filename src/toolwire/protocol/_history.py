@@ -118,9 +118,11 @@ class KnownHistory:
 
 @dataclass(frozen=True, slots=True)
 class RequestShell:
-    """What a body holds besides its input items: ``tail``, its bytes from the ``]`` that
-    closes the input array to the end, and ``request``, what its fields validated to,
-    with no input and no history (read-only: each request made from it is a copy)."""
+    """What a body holds besides its input items: ``tail``, the bytes its fields were read
+    from (a body's from the ``]`` that closes the input array to the end; a WebSocket
+    turn's, ``TurnFields``, its fields but its own as orjson writes them), and ``request``,
+    what its fields validated to, with no input and no history (read-only: each request
+    made from it is a copy)."""
 
     tail: bytes = field(repr=False)
     request: ResponsesRequest = field(repr=False)
@@ -131,14 +133,20 @@ class RequestShell:
         to ``request``; None when its tail could hold a second ``input`` key."""
         if _may_repeat_input(body, close + 1):
             return None
+        return cls.of_request(body[close:], request)
+
+    @classmethod
+    def of_request(cls, tail: bytes, request: ResponsesRequest) -> RequestShell:
+        """The shell of ``request``, whose fields were read from ``tail``."""
         shell = request.model_copy(update={"input": []})
         shell.link_history(None)  # a shell must not keep the histories it came from alive
-        return cls(body[close:], shell)
+        return cls(tail, shell)
 
-    def filled(self, items: list[Item]) -> ResponsesRequest:
-        """A request with the shell's fields and ``items`` as its input (its own lists)."""
+    def filled(self, items: str | list[Item], **fields: Any) -> ResponsesRequest:
+        """A request with the shell's fields, ``items`` as its input and ``fields`` set
+        (its own lists)."""
         shell = self.request
-        update: dict[str, Any] = {"input": items}
+        update: dict[str, Any] = {"input": items, **fields}
         if shell.tools is not None:
             update["tools"] = list(shell.tools)
         return shell.model_copy(update=update)

@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -87,6 +87,7 @@ class ExchangePipeline:
         generate: bool = True,
         compact: bool = False,
         slot: StreamSlot | None = None,
+        parse: Callable[[bytes], ResponsesRequest] = parse_request,
     ) -> Exchange | None:
         """Answer the request ``body`` of ``principal`` (None: a gateway without keys)
         through ``transport``; the finished record, or None when it was refused for
@@ -97,6 +98,7 @@ class ExchangePipeline:
         ``generate=False`` creates the response without asking the model. ``compact``: the
         body is a ``/responses/compact`` request. ``slot``: the one the transport took
         already (HTTP takes it before reading the body); else the exchange takes its own.
+        ``parse`` reads the body (a WebSocket's keeps its turns' fields: ``TurnFields``).
         """
         slot = slot if slot is not None else self.streams.take()
         if slot is None:
@@ -104,20 +106,12 @@ class ExchangePipeline:
             return None
         exchange = Exchange("resp_" + secrets.token_hex(16), body, record_traffic=self._record_traffic)
         del body  # the exchange keeps it until it is parsed, or longer when an observer records traffic
+        asked = _Asked(principal, self.store_history if history is None else history, generate, compact, parse)
         with slot:
-            return await self._exchange(exchange, transport, principal, history, generate, compact)
+            return await self._exchange(exchange, transport, asked)
 
-    async def _exchange(
-        self,
-        exchange: Exchange,
-        transport: Transport,
-        principal: Principal | None,
-        history: History | None,
-        generate: bool,
-        compact: bool,
-    ) -> Exchange:
-        exchange.key_name = principal.name if principal is not None else None
-        history = self.store_history if history is None else history
+    async def _exchange(self, exchange: Exchange, transport: Transport, asked: _Asked) -> Exchange:
+        exchange.key_name = asked.principal.name if asked.principal is not None else None
         answer = Answer(exchange, transport, self.settings.redact)
         for observer in self.observers:
             observer.started(exchange)
@@ -132,7 +126,7 @@ class ExchangePipeline:
         gone.add_done_callback(watch)
         failure: Exception | None = None
         try:
-            await self._serve(answer, principal, history, generate, compact)
+            await self._serve(answer, asked)
         except asyncio.CancelledError:
             if not watch.left or task.cancelling() > 1:  # the server is shutting down, its grace over
                 watch.over = True
@@ -150,7 +144,7 @@ class ExchangePipeline:
             gone.cancel()
             answer.conclude(failure)
             if exchange.previous_response_id is not None and exchange.outcome in _FAILED:
-                history.forget(exchange.previous_response_id)
+                asked.history.forget(exchange.previous_response_id)
             for observer in self.observers:
                 try:
                     observer.finished(exchange)
@@ -158,20 +152,17 @@ class ExchangePipeline:
                     log.exception("observer %r failed", observer)
         return exchange
 
-    async def _serve(
-        self, answer: Answer, principal: Principal | None, history: History, generate: bool, compact: bool
-    ) -> None:
-        pending = await self._prepare(answer, principal, history, generate, compact)
+    async def _serve(self, answer: Answer, asked: _Asked) -> None:
+        pending = await self._prepare(answer, asked)
         if pending is not None:
             await pending.run(answer)
 
-    async def _prepare(
-        self, answer: Answer, principal: Principal | None, history: History, generate: bool, compact: bool
-    ) -> PendingStream | None:
+    async def _prepare(self, answer: Answer, asked: _Asked) -> PendingStream | None:
         """Answer the request, or prepare its stream: None when the answer was given."""
         exchange = answer.exchange
+        principal, generate, compact = asked.principal, asked.generate, asked.compact
         try:
-            request = parse_request(exchange.client_request)
+            request = asked.parse(exchange.client_request)
             if not exchange.record_traffic:
                 exchange.client_request = b""
             if compact:  # a whole compaction object, never stored
@@ -183,7 +174,7 @@ class ExchangePipeline:
             if self.settings.gate is not None:
                 exchange.lease = await self.settings.gate.admit(principal, request.model)
             owner = principal.owner if principal is not None else None
-            keep = Keeper(history, request, response_id=exchange.request_id, owner=owner)
+            keep = Keeper(asked.history, request, response_id=exchange.request_id, owner=owner)
             own_items = request.input_items()
             trigger = has_trigger(request)
             request = await keep.with_history(request)
@@ -224,6 +215,17 @@ class ExchangePipeline:
         exchange.note_conversions(machine.conversions)
         await answer.response(response)
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """How the transport asked for one request to be served (``ExchangePipeline.serve``)."""
+
+    principal: Principal | None
+    history: History
+    generate: bool
+    compact: bool
+    parse: Callable[[bytes], ResponsesRequest]
 
 
 class _ClientWatch:

@@ -15,6 +15,8 @@ Where it differs from HTTP:
   ``store: false`` ones included, so the client sends only its new items
   (``ConnectionHistory``); an id neither there nor in the store gets an ``error`` event
   with code ``previous_response_not_found``.
+* The fields a continuing turn resends unchanged (its tools, instructions, ...) are
+  validated once per connection (``TurnFields``): a turn costs what it sends of its own.
 * ``generate: false`` creates the response, empty, without asking the model (Codex's
   prewarm, which its next request continues).
 * An error before a stream is the event ``{"type": "error", "status": 4xx/5xx,
@@ -53,6 +55,7 @@ from typing import Any
 import orjson
 
 from toolwire.errors import RequestError, ToolwireError
+from toolwire.protocol import ResponsesRequest, TurnFields, parse_request
 from toolwire.translate import dumps_event
 
 from ._auth import principal_of
@@ -127,6 +130,7 @@ class ResponsesConnection:
         self._lifetime = settings.websocket.max_lifetime
         self._deadline = asyncio.get_running_loop().time() + self._lifetime
         self.history = ConnectionHistory(pipeline.store_history)
+        self._turns = TurnFields()
         self._principal = principal_of(scope)
         self._receive = receive
         self._send = send
@@ -181,15 +185,20 @@ class ResponsesConnection:
 
     async def _answer(self, message: _Message) -> None:
         try:
-            body, generate = _response_create(message)
+            event, body, generate = _response_create(message)
         except ToolwireError as error:
             log.info("websocket message refused: %s", error.message)
             await self.send_json(error_event(ErrorAnswer(error.status, error.to_body())))
             return
         serving = self._pipeline.serve(
-            body, WebSocketTransport(self), principal=self._principal, history=self.history, generate=generate
+            body,
+            WebSocketTransport(self),
+            principal=self._principal,
+            history=self.history,
+            generate=generate,
+            parse=_TurnReader(self._turns, event) if "previous_response_id" in event else parse_request,
         )
-        del body, message  # the exchange owns the body now, and lets it go once parsed
+        del event, body, message  # the exchange owns the body now, and lets it go once parsed
         await serving
 
     async def _read(self) -> None:
@@ -228,6 +237,21 @@ class ResponsesConnection:
             await sending
 
 
+class _TurnReader:
+    """Reads a continuing turn's body with the connection's ``TurnFields``, given what it
+    decodes to, and lets that go once read (an open stream keeps nothing of its request)."""
+
+    __slots__ = ("_decoded", "_turns")
+
+    def __init__(self, turns: TurnFields, decoded: JSON) -> None:
+        self._turns = turns
+        self._decoded: JSON | None = decoded
+
+    def __call__(self, body: bytes) -> ResponsesRequest:
+        decoded, self._decoded = self._decoded, None
+        return parse_request(body) if decoded is None else self._turns.parse(body, decoded)
+
+
 class WebSocketTransport:
     """How one response reaches the client of a ``ResponsesConnection``."""
 
@@ -255,8 +279,9 @@ class WebSocketTransport:
         await self._connection.gone.wait()
 
 
-def _response_create(message: _Message) -> tuple[bytes, bool]:
-    """A ``response.create`` message as the request body for the pipeline, and its ``generate``.
+def _response_create(message: _Message) -> tuple[JSON, bytes, bool]:
+    """A ``response.create`` message as the request body for the pipeline (decoded, and
+    its bytes), and its ``generate``.
 
     Raises ``RequestError`` for anything else.
     """
@@ -280,7 +305,7 @@ def _response_create(message: _Message) -> tuple[bytes, bool]:
         raise RequestError("'generate' must be a boolean.", param="generate")
     event["stream"] = True  # every answer on a WebSocket is a stream of events
     try:
-        return orjson.dumps(event), generate
+        return event, orjson.dumps(event), generate
     except orjson.JSONEncodeError:
         raise RequestError("The message is nested too deeply.", code="invalid_json") from None
 
