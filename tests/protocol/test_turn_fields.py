@@ -132,3 +132,11 @@ def test_a_request_changed_by_its_reader_leaves_the_next_turn_alone() -> None:
     first.tools.append(FunctionTool(type="function", name="added"))
     second = read(turns, {**base, "previous_response_id": "resp_3"})
     assert second.tools is not None and [t.name for t in second.tools] == ["shell"]  # type: ignore[union-attr]
+
+
+def test_a_continuing_turns_field_nested_too_deep_is_refused_as_a_whole_body_is() -> None:
+    turns = TurnFields()
+    raw = b'{"model":"m","previous_response_id":"resp_1","deep":' + b"[" * 300 + b"]" * 300 + b',"input":"x"}'
+    mine = error_of(lambda: turns.parse(raw, orjson.loads(raw)))
+    whole = error_of(lambda: parse_request(raw))
+    assert (mine.code, mine.message) == (whole.code, whole.message) and mine.code == "too_deep"
