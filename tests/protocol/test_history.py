@@ -27,7 +27,7 @@ from toolwire.protocol import (
     parse_request,
 )
 from toolwire.protocol._depth import MAX_JSON_DEPTH
-from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE, RequestShell
+from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE, RequestShell, _hint
 
 TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
 
@@ -478,6 +478,47 @@ def test_a_fresh_cache_counts_and_weighs_from_nothing_and_keeps_256_histories() 
         raw = body([user(f"conversation {n}")])
         cache.learn(raw, orjson.loads(raw), whole(raw))
     assert len(cache) == 256
+
+
+def test_the_weight_is_what_the_kept_histories_weigh_as_they_come_and_go() -> None:
+    KNOWN_HISTORIES.configure(max_entries=2, max_bytes=1 << 30)
+    bodies = [body([user(f"conversation {n}" + "." * n)]) for n in range(3)]
+    for raw in bodies:
+        parse_request(raw)
+    # the first went when the third came: the two last are kept, and weighed
+    assert KNOWN_HISTORIES.weight == WEIGHT_PER_BODY_BYTE * (len(bodies[1]) + len(bodies[2]))
+    grown = body([user("conversation 2.."), user("more")])
+    assert known(parse_request(grown)) == 1  # replaces the history it continues
+    assert KNOWN_HISTORIES.weight == WEIGHT_PER_BODY_BYTE * (len(bodies[1]) + len(grown))
+    KNOWN_HISTORIES.clear()
+    assert (len(KNOWN_HISTORIES), KNOWN_HISTORIES.weight) == (0, 0)
+    parse_request(bodies[0])
+    assert KNOWN_HISTORIES.weight == WEIGHT_PER_BODY_BYTE * len(bodies[0])
+
+
+def test_a_history_weighing_exactly_the_bound_is_kept() -> None:
+    raw = body([user("exactly")])
+    KNOWN_HISTORIES.configure(max_entries=10, max_bytes=WEIGHT_PER_BODY_BYTE * len(raw))
+    parse_request(raw)
+    assert len(KNOWN_HISTORIES) == 1 and known(parse_request(raw)) == 1
+    KNOWN_HISTORIES.configure(max_entries=10, max_bytes=WEIGHT_PER_BODY_BYTE * len(raw) - 1)
+    assert len(KNOWN_HISTORIES) == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "hint"),
+    [
+        (b'{"model":"m","input":[],"prompt_cache_key":"thread-1"}', b"thread-1"),
+        (b'"prompt_cache_key":"at-the-start","model":"m"}', b"at-the-start"),
+        (b'{"model":"m","input":[]}', None),
+        (b'{"prompt_cache_key":"cut off', None),  # no closing quote
+        (b'{"prompt_cache_key":"' + b"k" * 300 + b'"}', None),  # longer than a hint may be
+        (b'{"prompt_cache_key":"early",' + b'"pad":"' + b"x" * (200 * 1024) + b'"}', None),  # not among the last bytes
+        (b'{"prompt_cache_key":"first","prompt_cache_key":"last"}', b"last"),  # the last one counts, as in JSON
+    ],
+)
+def test_the_hint_is_the_prompt_cache_key_among_the_bodys_last_bytes(raw: bytes, hint: bytes | None) -> None:
+    assert _hint(raw) == hint
 
 
 def test_a_history_continued_with_nothing_new_is_the_most_recently_used() -> None:
