@@ -227,13 +227,19 @@ def test_a_second_input_key_replaces_the_whole_array_as_it_does_without_the_cach
     assert request.history() is None or known(request) == 0
 
 
-def test_a_body_whose_fields_after_the_input_repeat_it_keeps_them_from_no_later_turn() -> None:
+@pytest.mark.parametrize("comma", [b",", b" ,", b"\n,"])
+def test_a_body_whose_fields_after_the_input_repeat_it_keeps_them_from_no_later_turn(comma: bytes) -> None:
     items = b",".join(orjson.dumps(item) for item in turns(1))
-    repeated = b',"input":[' + items + b"]}"
+    repeated = comma + b'"input":[' + items + b"]}"
     learned = body(turns(1))[:-1] + repeated  # the same array twice: what it decodes to is known
     assert len(assert_same(learned).input_items()) == len(turns(1))
     raw = body(turns(2))[:-1] + repeated  # more items in the first array: the second one replaces them
     assert len(assert_same(raw).input_items()) == len(turns(1))
+    # The same with a blank after the first array, where orjson writes none (so the fields after it are decoded)
+    spaced = orjson.dumps({"model": "m", "input": turns(1)})[:-1] + b" " + comma + b'"input":[' + items + b"]}"
+    assert len(assert_same(spaced).input_items()) == len(turns(1))
+    grown = orjson.dumps({"model": "m", "input": turns(2)})[:-1] + b" " + comma + b'"input":[' + items + b"]}"
+    assert len(assert_same(grown).input_items()) == len(turns(1))
     # Kept with no shell; the same items with plain fields after them continue it.
     plain = assert_same(body(turns(1)))
     link = plain.history()
