@@ -29,7 +29,7 @@ from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.keys import STATIC_KEY_NAME
-from toolwire.protocol import KNOWN_HISTORIES
+from toolwire.protocol import KNOWN_HISTORIES, ResponsesRequest
 from toolwire.translate.chat._tools import DeclaredTools
 
 JSON = dict[str, Any]
@@ -166,6 +166,33 @@ async def test_a_turn_that_changes_the_fields_it_resends_is_answered_with_the_ne
         "zero", "answer 0", "turn 1", "answer 1", "turn 2", "answer 2", "turn 3"
     ]
     assert (refused["type"], refused["status"], refused["error"]["param"]) == ("error", 400, "input[0].call_id")
+
+
+async def test_the_fields_continuing_turns_resend_are_validated_once(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A continuing turn that resends the connection's last fields has only what it sends
+    of its own validated (``TurnFields``): the tools and instructions once per change."""
+    validated: list[set[str]] = []
+    validate = ResponsesRequest.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[ResponsesRequest], data: Any, **kwargs: Any) -> ResponsesRequest:
+        validated.append(set(data))
+        return validate(cls, data, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ResponsesRequest, "model_validate", classmethod(counting))
+    tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]
+    upstream.enqueue(*(Text(f"answer {n}") for n in range(4)))
+    fields: JSON = {"instructions": "Be brief.", "tools": tools, "store": False}
+    async with gateway(chat_config(upstream.base_url, store="none")) as gw, session(gw) as ws:
+        last = completed(await create(ws, input="zero", **fields))
+        for n in range(1, 4):
+            last = completed(await create(ws, input=f"turn {n}", previous_response_id=last["id"], **fields))
+    own = {"model", "input", "previous_response_id"}
+    # the first request whole, the first continuing turn whole (its fields are kept), then only the turns' own
+    assert [keys >= {"tools", "instructions"} for keys in validated] == [True, True, False, False]
+    assert validated[2:] == [own, own]
+    assert upstream.chat_requests[-1]["tools"][0]["function"]["name"] == "exec_command"
 
 
 async def test_a_response_not_held_by_the_connection_is_looked_up_in_the_store(upstream: ChatUpstream) -> None:
