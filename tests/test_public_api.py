@@ -69,6 +69,7 @@ PROTOCOL_ALL = [
     "ToolSearchOutputItem",
     "ToolSearchTool",
     "ToolSpec",
+    "TurnFields",
     "UnknownItem",
     "UnknownPart",
     "WebSearchCallItem",
