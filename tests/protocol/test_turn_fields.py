@@ -140,3 +140,15 @@ def test_a_continuing_turns_field_nested_too_deep_is_refused_as_a_whole_body_is(
     mine = error_of(lambda: turns.parse(raw, orjson.loads(raw)))
     whole = error_of(lambda: parse_request(raw))
     assert (mine.code, mine.message) == (whole.code, whole.message) and mine.code == "too_deep"
+
+
+def test_a_continuing_turns_tool_lists_are_the_ones_seen_before() -> None:
+    turns = TurnFields()
+    declared = {"type": "additional_tools", "role": "developer", "tools": [
+        {"type": "namespace", "name": "ns", "description": "", "tools": [{"type": "function", "name": "seen"}]}
+    ]}
+    base = {"model": "m", "previous_response_id": "resp_1", "input": [declared]}
+    first = read(turns, base)  # read whole: its tool list is kept
+    again = read(turns, {**base, "previous_response_id": "resp_2"})  # only its own input validated
+    assert again == parse_request(orjson.dumps({**base, "previous_response_id": "resp_2"}))
+    assert again.input[0].tools[0] is first.input[0].tools[0]  # type: ignore[union-attr]
