@@ -28,11 +28,14 @@ from tests.support.chat_upstream import (
     ToolCalls,
 )
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.responses_upstream import ResponsesUpstream, answer, message
 from tests.support.served import chat_config, gateway_client, serving, sse_events
 from tests.support.waiting import until
+from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._app import allow_header
 from toolwire.store import MemoryResponseStore, StoredResponse, StoreUnavailable
+from toolwire.translate._conversation import ConversationWalker
 
 JSON = dict[str, Any]
 CUSTOM_PATCH = {"type": "custom", "name": "apply_patch", "description": "edit files"}
@@ -316,6 +319,77 @@ async def test_gateways_taking_turns_at_a_conversation_catch_up_on_the_turns_the
     assert [(m["role"], m.get("content")) for m in sent][-4:] == [
         ("assistant", "Patched."), ("user", "Thanks."), ("assistant", "You are welcome."), ("user", "Bye."),
     ]  # fmt: skip
+
+
+async def test_a_conversation_continued_on_a_responses_backend_sends_its_items_with_the_ids_the_store_lists(
+    responses_upstream: ResponsesUpstream, tmp_path: Any
+) -> None:
+    # A Responses backend is sent the items themselves, ids and all, and an item that came
+    # without an id is given the one its response's input_items lists. One gateway
+    # continues its own kept conversation, a second reads it from the store they share:
+    # turn after turn both send the same history, each request's own items with the ids
+    # of its own response.
+    upstream = UpstreamConfig(
+        name="full", kind="responses", base_url=responses_upstream.base_url, api_key_env=UPSTREAM_KEY_ENV, default=True
+    )
+    config = GatewayConfig.model_validate({
+        "server": ServerConfig(store=f"sqlite:///{tmp_path}/responses.db").model_dump(),
+        "upstreams": [upstream.model_dump()],
+    })  # fmt: skip
+    turns = ["Find the capital.", [{"role": "user", "content": "And its size?"}], "Thanks."]
+    async with gateway_client(config) as first, gateway_client(config) as second:
+        previous: str | None = None
+        for turn, turn_input in enumerate(turns):
+            body: JSON = {"model": "m", "input": turn_input, "stream": True}
+            if previous is not None:
+                body["previous_response_id"] = previous
+            for client in (first, second):
+                responses_upstream.enqueue(answer([message(f"Reply {turn}.", item_id=f"msg_up_{turn}")]))
+                response = await client.post("/v1/responses", json=body)
+                assert response.status_code == 200, response.text
+                answered = sse_events(response.content)[-1]["response"]
+                sent = responses_upstream.bodies[-1]["input"]
+                if turn:
+                    listed = (await client.get(f"/v1/responses/{answered['id']}/input_items")).json()["data"]
+                    assert [item["id"] for item in listed] == [sent[-1]["id"]], turn
+                    assert sent[-1]["id"] != sent[-3]["id"]
+                if client is first:
+                    previous, history = answered["id"], sent[:-1]
+                else:
+                    assert sent[:-1] == history, turn
+    assert [(item["role"], item["content"][0]["text"]) for item in sent] == [
+        ("user", "Find the capital."), ("assistant", "Reply 0."), ("user", "And its size?"),
+        ("assistant", "Reply 1."), ("user", "Thanks."),
+    ]  # fmt: skip
+
+
+async def test_a_conversation_continued_turn_by_turn_translates_only_what_each_turn_adds(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kept conversation carries what the last turn's translation derived from its
+    # items: each turn walks only the last answer and its own input. (The second turn
+    # walks the first whole: a first turn's own items were not sent in the form its record
+    # keeps them.)
+    walked: list[tuple[int, int]] = []
+    walk = ConversationWalker.walk
+
+    def counted(walker: ConversationWalker[Any, Any, Any]) -> None:
+        start = walker._walked
+        walk(walker)
+        walked.append((start, walker._walked))
+
+    monkeypatch.setattr(ConversationWalker, "walk", counted)
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        previous: str | None = None
+        for turn in range(5):
+            upstream.enqueue(Text(f"Reply {turn}."))
+            body: JSON = {"model": "m", "input": f"Turn {turn}.", "stream": True}
+            if previous is not None:
+                body["previous_response_id"] = previous
+            response = await client.post("/v1/responses", json=body)
+            previous = sse_events(response.content)[-1]["response"]["id"]
+    assert walked == [(0, 1), (0, 3), (3, 5), (5, 7), (7, 9)]
+    assert len(upstream.chat_requests[-1]["messages"]) == 9
 
 
 async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:

@@ -96,3 +96,61 @@ async def test_an_error_reply_that_began_gets_no_second_status_when_the_grace_en
     assert statuses(sent) == [400]
     start = next(message for message in sent if message["type"] == "http.response.start")
     assert (b"content-type", b"application/json") in start["headers"]
+
+
+class LeavingClient(StalledClient):
+    """``StalledClient`` that can leave (``leave``: its next ``receive`` is the disconnect)
+    and whose connection fails every write once it has left."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(body)
+        self.left = asyncio.Event()
+
+    def leave(self) -> None:
+        self.left.set()
+
+    async def receive(self) -> dict[str, Any]:
+        if self.request:
+            return await super().receive()
+        await self.left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.left.is_set():
+            raise ConnectionResetError("the client is gone")
+        await super().send(message)
+
+
+async def served_until_blocked(client: StalledClient) -> asyncio.Task[None]:
+    app = build_app(parse_config(CONFIG))
+    serving = asyncio.ensure_future(app(scope(), client.receive, client.send))
+    async with asyncio.timeout(30):
+        await client.blocked.wait()
+    return serving
+
+
+async def test_a_stream_whose_last_words_cannot_be_written_still_ends_as_cancelled_when_the_grace_ends() -> None:
+    # The shutdown cancels the exchange; its "shutting down" failure cannot be written
+    # (the connection broke): the app ends cancelled, as the server asked, not with the
+    # write's error (which the server would log as the app's crash).
+    client = LeavingClient({"model": "m", "input": "hello", "stream": True})
+    serving = await served_until_blocked(client)
+    client.left.set()  # the connection broke; the server has not read the disconnect yet
+    serving.cancel()
+    [outcome] = await asyncio.gather(serving, return_exceptions=True)
+    assert isinstance(outcome, asyncio.CancelledError), outcome
+
+
+async def test_a_client_that_leaves_as_the_grace_ends_leaves_the_exchange_cancelled() -> None:
+    # The client leaves (its watch cancels the exchange, to end it quietly) and the
+    # server's grace ends before the exchange takes the first cancel in: the second is the
+    # server's, and the app must end cancelled rather than swallow it.
+    client = LeavingClient({"model": "m", "input": "hello", "stream": True})
+    serving = await served_until_blocked(client)
+    client.leave()
+    async with asyncio.timeout(30):
+        while not serving.cancelling():  # the watch has cancelled it; it has not run since
+            await asyncio.sleep(0)
+    serving.cancel()
+    [outcome] = await asyncio.gather(serving, return_exceptions=True)
+    assert isinstance(outcome, asyncio.CancelledError), outcome
