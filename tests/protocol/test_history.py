@@ -29,6 +29,7 @@ from toolwire.protocol import (
 from toolwire.protocol._depth import MAX_JSON_DEPTH
 from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE, RequestShell, _hint
 
+JSON = dict[str, Any]
 TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
 
 
@@ -194,6 +195,14 @@ def test_a_client_writing_json_otherwise_is_parsed_whole_every_time() -> None:
     escaped = body(turns(2)).replace(b'"list the files"', b'"list the \\u0066iles"')
     for _ in range(2):
         assert assert_same(escaped).history() is None
+    # written otherwise, though what orjson writes would end where a "]" stands: the items
+    # (one with four blanks before it, its text ending "]x") ...
+    shifted = b'{"model":"m","input":[    {"type":"message","role":"user","content":"]x"}],"stream":true}'
+    # ... or the fields before the input (a number spelled otherwise, in as many bytes)
+    respelled = b'{"model":"m","top_p":1e0,"input":' + orjson.dumps(turns(1)) + b"}"
+    for raw in (shifted, respelled):
+        for _ in range(2):
+            assert assert_same(raw).history() is None
 
 
 def test_a_trailing_comma_after_known_items_is_the_whole_body_error() -> None:
@@ -393,6 +402,48 @@ def test_whatever_lies_between_the_known_items_and_the_known_fields_is_read_as_t
     KNOWN_HISTORIES.clear()
     parse_request(learned)
     assert outcome(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        pytest.param(b",]", id="a trailing comma"),
+        pytest.param(b',,{"type":"message","role":"user","content":"a"}]', id="two commas"),
+        pytest.param(b'x{"type":"message","role":"user","content":"a"}]', id="a stray byte for the comma"),
+        pytest.param(b' x{"type":"message","role":"user","content":"a"}]', id="a blank and a stray byte"),
+    ],
+)
+@pytest.mark.parametrize("fields", [{}, {"store": False}], ids=["the known fields after", "other fields after"])
+def test_a_body_broken_right_after_the_known_items_is_the_whole_body_error(after: bytes, fields: JSON) -> None:
+    learned = body(turns(1))
+    parse_request(learned)
+    other = body(turns(1), **fields)
+    raw = learned[: learned.index(b'],"tools"')] + after + other[other.index(b'],"tools"') + 1 :]
+    assert error_of(raw)[2] == "invalid_json"
+
+
+def test_an_empty_known_history_followed_by_a_comma_is_the_whole_body_error() -> None:
+    parse_request(orjson.dumps({"input": [], "model": "m"}))
+    for raw in (b'{"input":[,{"role":"user","content":"a"}],"model":"m"}', b'{"input":[,],"model":"m"}'):
+        assert error_of(raw)[2] == "invalid_json"
+
+
+def test_two_turns_continuing_one_history_at_once_are_both_kept() -> None:
+    # Two requests continue the same history at once (two branches of a conversation, on
+    # two threads): the first replaces it while the second is being validated. The second
+    # finds it gone when it keeps its own, and keeps its own all the same.
+    parse_request(body(turns(1)))
+    first, second = body(turns(2)), body([*turns(1), user("branch")])
+
+    def validated_while_the_first_is_kept(data: JSON) -> ResponsesRequest:
+        assert known(parse_request(first)) == len(turns(1))
+        return parse_request(data)
+
+    request = KNOWN_HISTORIES.parse_continued(second, validated_while_the_first_is_kept)
+    assert request is not None and known(request) == len(turns(1))
+    assert request == whole(second)
+    assert known(assert_same(body([*turns(1), user("branch"), user("more")]))) == len(turns(1)) + 1
+    assert known(assert_same(body(turns(3)))) == len(turns(2))
 
 
 def outcome(raw: bytes) -> ResponsesRequest | tuple[str, str | None, str | None, int]:
