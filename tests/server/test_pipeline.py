@@ -392,6 +392,38 @@ async def test_a_conversation_continued_turn_by_turn_translates_only_what_each_t
     assert len(upstream.chat_requests[-1]["messages"]) == 9
 
 
+async def test_a_client_resending_its_history_has_each_response_stored_but_no_conversation_parsed_again(
+    upstream: ChatUpstream,
+) -> None:
+    # A client that continues by resending its whole history, with store left true: every
+    # response is stored as the API stores it, but the conversation it makes is not parsed
+    # again from its record (a cost as long as the history, every turn). Continued by id
+    # after all, it is read from the store, and goes upstream as the resent history did.
+    items: list[JSON] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "One."}]}]
+    headers = {"content-type": "application/json"}
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        kept = []
+        for turn in range(3):
+            upstream.enqueue(Text(f"Reply {turn}."))
+            body = orjson.dumps({"model": "m", "input": items, "tools": CONVERSATION_TOOLS})  # as orjson writes it
+            answered = (await client.post("/v1/responses", content=body, headers=headers)).json()
+            kept.append(stored_conversations((await client.get("/metrics")).text)["entries"])
+            listed = (await client.get(f"/v1/responses/{answered['id']}/input_items")).json()["data"]
+            assert len(listed) == len(items)
+            resent = upstream.chat_requests[-1]["messages"]
+            items = [*items, *answered["output"], {"role": "user", "content": f"Turn {turn + 2}."}]
+        upstream.enqueue(Text("By id."))
+        body = orjson.dumps({"model": "m", "input": "Last.", "previous_response_id": answered["id"],
+                             "tools": CONVERSATION_TOOLS})  # fmt: skip
+        assert (await client.post("/v1/responses", content=body, headers=headers)).status_code == 200
+        counts = stored_conversations((await client.get("/metrics")).text)
+    assert kept == [1, 1, 1]  # the first turn's, which resent nothing
+    assert (counts["read_total"], counts["continued_total"]) == (1, 0)
+    assert upstream.chat_requests[-1]["messages"] == [
+        *resent, {"role": "assistant", "content": "Reply 2."}, {"role": "user", "content": "Last."}
+    ]
+
+
 async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("not kept"))
     async with gateway_client(chat_config(upstream.base_url)) as client:

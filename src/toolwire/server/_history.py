@@ -198,6 +198,12 @@ class History(Protocol):
         """Whether a finished response will be kept (so the request's input must be too)."""
         ...
 
+    def keeps_conversation(self, *, resent: bool) -> bool:
+        """Whether the conversation a kept response makes is kept parsed too, ready for its
+        continuation; ``resent``: its request resent a history the gateway knew, without
+        naming a previous response (a client that continues by resending)."""
+        ...
+
     async def conversation(self, previous_response_id: str, owner: str | None) -> Conversation:
         """Every item up to and including ``previous_response_id``'s output, oldest first.
 
@@ -228,6 +234,12 @@ class StoreHistory:
 
     def keeps_responses(self, store_requested: bool) -> bool:
         return self.store is not None and store_requested
+
+    def keeps_conversation(self, *, resent: bool) -> bool:
+        # A client that resends its history has no use for it: parsing its stored form
+        # again would cost every turn as much as the history is long. Continued by id
+        # after all, the conversation is read from the store then.
+        return not resent
 
     async def conversation(self, previous_response_id: str, owner: str | None) -> Conversation:
         if self.store is None:
@@ -293,6 +305,9 @@ class ConnectionHistory:
 
     def keeps_responses(self, store_requested: bool) -> bool:
         return True
+
+    def keeps_conversation(self, *, resent: bool) -> bool:
+        return True  # without a store, the connection is the only place a response is
 
     async def conversation(self, previous_response_id: str, owner: str | None) -> Conversation:
         held = self._conversations.get(previous_response_id)

@@ -277,7 +277,10 @@ class Keeper:
 
     A request that continues a conversation goes upstream with its own items in the form
     its record keeps them (``stored_items``), as every later turn reads them: so the
-    state its translation derives is the next turn's to resume (``Conversation``)."""
+    state its translation derives is the next turn's to resume (``Conversation``). A
+    request that resent a history the gateway knew (a client continuing by resending) has
+    its response kept, but where the history says so (the store's), not its conversation
+    parsed again from the record: that would cost each turn as much as the history is long."""
 
     def __init__(
         self, history: History, request: ResponsesRequest, *, response_id: str, owner: str | None = None
@@ -286,6 +289,8 @@ class Keeper:
         self._owner = owner
         self._response_id = response_id
         self._previous = request.previous_response_id
+        link = request.history()
+        self._resent = self._previous is None and link is not None and link.continues is not None
         self._store_requested = request.store is not False
         self._own_input: list[ItemDict] | None = None
         self._before = EMPTY
@@ -315,7 +320,9 @@ class Keeper:
         record = StoredResponse.from_exchange(
             response, self._own_input, previous_response_id=self._previous, owner=self._owner
         )
-        after = self._before.grown(record, self._sent)
+        after = None
+        if self._history.keeps_conversation(resent=self._resent):
+            after = self._before.grown(record, self._sent)
         await self._history.keep(record, before=self._before, after=after, store_requested=self._store_requested)
 
 
