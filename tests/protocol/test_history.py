@@ -24,6 +24,7 @@ from toolwire.protocol import (
     KnownHistories,
     ReasoningItem,
     ResponsesRequest,
+    dump_item,
     parse_request,
 )
 from toolwire.protocol._depth import MAX_JSON_DEPTH
@@ -433,6 +434,17 @@ def test_two_turns_continuing_one_history_at_once_are_both_kept() -> None:
     assert request == whole(second)
     assert known(assert_same(body([*turns(1), user("branch"), user("more")]))) == len(turns(1)) + 1
     assert known(assert_same(body(turns(3)))) == len(turns(2))
+
+
+def test_a_continued_request_dumps_its_input_as_it_was_parsed() -> None:
+    # The known items are decoded again from their history's bytes, the new ones dumped:
+    # the same objects either way, whatever the items hold (unknown fields, numbers, text).
+    odd = {"type": "function_call_output", "call_id": "c0", "output": "é\n\u2028", "x": {"n": 1.5, "m": [None, True]}}
+    for count, continued in enumerate([0, 2, 4]):
+        request = parse_request(body([odd, *turns(count)]))
+        link = request.history()
+        assert link is not None and link.known == continued
+        assert link.dumped_input() == [dump_item(item) for item in request.input] == [odd, *turns(count)]
 
 
 def outcome(raw: bytes) -> ResponsesRequest | tuple[str, str | None, str | None, int]:

@@ -180,6 +180,17 @@ class HistoryLink:
         """How many of the request's first items are ``continues``' items."""
         return len(self.continues.items) if self.continues is not None else 0
 
+    def dumped_input(self) -> list[dict[str, Any]]:
+        """``input`` as ``dump_item`` gives each item. The items of a known body's history
+        were parsed from its bytes and dump to exactly what they were parsed from: they are
+        decoded from those bytes again, in about a third of the time."""
+        known = self.continues
+        if not isinstance(known, KnownHistory):
+            return [item.dump() for item in self.input]
+        items: list[dict[str, Any]] = orjson.loads(memoryview(known.body)[known.head_end - 1 : known.end + 1])
+        items += (item.dump() for item in self.input[len(known.items) :])
+        return items
+
 
 class KnownHistories:
     """The histories of recent bodies, at most ``max_entries`` of estimated ``max_bytes``;

@@ -296,7 +296,7 @@ class Keeper:
         self._before = EMPTY
         self._sent: KnownItems | None = None  # the whole input sent, when it continues a conversation
         if history.keeps_responses(self._store_requested) or self._previous is not None:
-            self._own_input = [dump_item(item) for item in request.input_items()]
+            self._own_input = link.dumped_input() if link is not None else [dump_item(i) for i in request.input_items()]
 
     async def with_history(self, request: ResponsesRequest) -> ResponsesRequest:
         """``request`` with the conversation so far before its own input, when it continues one."""
