@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import re
 import statistics
 import time
@@ -52,11 +53,15 @@ def chat_of(body: Body) -> bytes:
     return orjson.dumps(translate_request(parse_request(orjson.loads(body.data))).chat)
 
 
-def write_series(work: Path, length: int, turns: int) -> dict[str, Any]:
-    """The bodies of one growing session from ``length`` turns, and their Chat bodies, as files."""
+def write_series(work: Path, length: int, turns: int, *, store: bool = False) -> dict[str, Any]:
+    """The bodies of one growing session from ``length`` turns, and their Chat bodies, as files;
+    ``store``: with ``"store": true`` where Codex writes false (a client that leaves the API's
+    default and resends its history: the gateway stores every response)."""
     folder = work / "bodies" / f"session-{length}"
     folder.mkdir(parents=True, exist_ok=True)
     bodies = session_series(length, turns)
+    if store:
+        bodies = [store_requested(body) for body in bodies]
     paths, chat_paths = [], []
     for body in bodies:
         path = folder / f"{body.name}.json"
@@ -75,6 +80,13 @@ def write_series(work: Path, length: int, turns: int) -> dict[str, Any]:
         "items": [body.items for body in bodies],
         "chat_bytes": [path.stat().st_size for path in chat_paths],
     }
+
+
+def store_requested(body: Body) -> Body:
+    """``body`` asking for its response to be stored (Codex's bodies say ``"store":false``)."""
+    if body.data.count(b'"store":false') != 1:
+        raise ValueError(f"{body.name}: not one store:false to turn into store:true")
+    return dataclasses.replace(body, data=body.data.replace(b'"store":false', b'"store":true'))
 
 
 def _figures(runs: list[wrk.WrkResult], process: str) -> dict[str, Any]:
@@ -236,7 +248,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """The latency table and the memory figure, with an upstream streaming event by event."""
     for sub in ("bodies", "wrk", "logs"):
         (work / sub).mkdir(parents=True, exist_ok=True)
-    series = [write_series(work, length, args.history_turns) for length in args.history_lengths]
+    series = [write_series(work, length, args.history_turns, store=args.history_store) for length in args.history_lengths]
     logs = work / "logs"
     middle_chats = {relay_body_name(case["turns"]): case["chat_paths"][len(case["chat_paths"]) // 2] for case in series}
     with procs.upstream_service(logs, *args.upstream_flags, "--write-per-event", name="upstream-history") as upstream, \
@@ -267,6 +279,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests per growing session (each one more turn) [16; --quick 8]")
     parser.add_argument("--history-sessions", type=int, default=None,
                         help="800-turn sessions kept for the memory figure [8; --quick 2]")
+    parser.add_argument("--history-store", action="store_true",
+                        help='the session\'s bodies say "store": true (a client resending its history with the API\'s'
+                             " default): every response is stored")
     parser.add_argument("--history-uncached", action=argparse.BooleanOptionalAction, default=True,
                         help="also a gateway keeping no history (--history-cache-bytes 0): what the cache buys [on]")
 
