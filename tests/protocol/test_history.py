@@ -27,6 +27,7 @@ from toolwire.protocol import (
     dump_item,
     parse_request,
 )
+from toolwire.protocol._base import WireModel
 from toolwire.protocol._depth import MAX_JSON_DEPTH
 from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE, RequestShell, _hint
 
@@ -445,6 +446,17 @@ def test_a_continued_request_dumps_its_input_as_it_was_parsed() -> None:
         link = request.history()
         assert link is not None and link.known == continued
         assert link.dumped_input() == [dump_item(item) for item in request.input] == [odd, *turns(count)]
+
+
+def test_a_continued_request_dumps_only_its_new_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    parse_request(body(turns(3)))
+    request = parse_request(body(turns(4)))
+    dumped: list[object] = []
+    dump = WireModel.dump
+    monkeypatch.setattr(WireModel, "dump", lambda item: dumped.append(item) or dump(item))
+    link = request.history()
+    assert link is not None and link.dumped_input() == turns(4)
+    assert dumped == request.input[len(turns(3)) :]
 
 
 def outcome(raw: bytes) -> ResponsesRequest | tuple[str, str | None, str | None, int]:
