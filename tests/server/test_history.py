@@ -81,6 +81,13 @@ async def test_the_store_keeps_only_what_may_be_stored_and_backs_the_connection(
         await another_connection.conversation("resp_2", None)
 
 
+async def test_what_a_connection_keeps_the_store_history_holds_parsed_for_every_other_continuation() -> None:
+    stored = StoreHistory(MemoryResponseStore(ttl_seconds=None, max_entries=None))
+    after = await keep(ConnectionHistory(stored), record(1), store=True)
+    assert await stored.conversation("resp_1", None) is after  # over HTTP, or another connection
+    assert (stored.known.continued, stored.known.read) == (1, 0)
+
+
 async def test_without_a_store_http_continuations_say_so() -> None:
     with pytest.raises(RequestError, match="response store"):
         await StoreHistory(None).conversation("resp_1", None)
@@ -203,6 +210,32 @@ def test_the_kept_conversations_are_bounded_in_entries_and_in_bytes() -> None:
     nothing = KnownConversations(max_bytes=0)
     nothing.keep(None, conversations[0], replacing=EMPTY)  # type: ignore[arg-type]
     assert len(nothing) == 0 and nothing.weight == 0
+
+
+def test_the_bounds_of_the_kept_conversations_are_inclusive_and_default_to_256_entries() -> None:
+    conversations = [EMPTY.grown(record(n)) for n in range(258)]
+    assert all(conversation is not None for conversation in conversations)
+    weight = conversations[0].weight  # type: ignore[union-attr]
+    exactly = KnownConversations(max_bytes=weight)
+    exactly.keep(None, conversations[0], replacing=EMPTY)  # type: ignore[arg-type]
+    one = KnownConversations(max_entries=1)
+    one.keep(None, conversations[0], replacing=EMPTY)  # type: ignore[arg-type]
+    fresh = KnownConversations()
+    for conversation in conversations[1:]:
+        fresh.keep(None, conversation, replacing=EMPTY)  # type: ignore[arg-type]
+    assert (len(exactly), len(one), len(fresh)) == (1, 1, 256)
+    assert fresh.get("resp_1", None) is None and fresh.get("resp_2", None) is not None
+
+
+def test_a_continuation_too_heavy_to_keep_leaves_the_conversation_it_continues() -> None:
+    first = EMPTY.grown(record(1))
+    assert first is not None
+    known = KnownConversations(max_bytes=first.weight + 1)
+    known.keep(None, first, replacing=EMPTY)
+    second = first.grown(record(2, "resp_1"))
+    assert second is not None and second.weight > known.max_bytes
+    known.keep(None, second, replacing=first)
+    assert known.get("resp_1", None) is first and known.get("resp_2", None) is None
 
 
 def test_a_continuation_replaces_the_conversation_it_continues() -> None:
