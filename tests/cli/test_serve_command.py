@@ -100,6 +100,7 @@ EVERY_FLAG = {
     "--ws-ping-timeout": "6",
     "--store-ttl": "3600",
     "--store-max-entries": "50",
+    "--store-max-bytes": "5000000",
     "--capture-max-bytes": "100000",
     "--workers": "1",
     "--client-header-timeout": "3",

@@ -248,6 +248,14 @@ async def test_the_store_keeps_as_many_responses_as_the_server_section_says(upst
     assert found == [404, 200]
 
 
+async def test_the_store_keeps_as_many_bytes_as_the_server_section_says(upstream: ChatUpstream) -> None:
+    upstream.enqueue(Text("one"), Text("two"), Text("six"))
+    async with gateway_client(chat_config(upstream.base_url, store_max_bytes=30_000)) as client:
+        ids = [(await client.post("/v1/responses", json={"model": "m", "input": "x" * 10_000})).json()["id"] for _ in range(3)]
+        found = [(await client.get(f"/v1/responses/{response_id}")).status_code for response_id in ids]
+    assert found == [404, 200, 200]  # each record: its 10 kB input and a few kB more; two fit in 30 kB, not three
+
+
 async def test_the_store_forgets_responses_after_the_server_sections_ttl(upstream: ChatUpstream) -> None:
     upstream.enqueue(Text("brief"))
     async with gateway_client(chat_config(upstream.base_url, store_ttl_seconds=0.2)) as client:

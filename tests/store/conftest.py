@@ -54,7 +54,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def make_store(request: pytest.FixtureRequest, store_kind: str, tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    """Opens stores of one kind (``open_store(url, ttl_seconds=..., max_entries=...)``);
+    """Opens stores of one kind (``open_store(url, ttl_seconds=..., max_entries=..., max_bytes=...)``);
     every store it opened is closed after the test. Two stores from one factory share
     their data, as two gateway processes would (except memory, which cannot)."""
     kind = store_kind
@@ -68,8 +68,10 @@ async def make_store(request: pytest.FixtureRequest, store_kind: str, tmp_path: 
         url = request.getfixturevalue("fresh_redis").url
     opened: list[ResponseStore] = []
 
-    def make(ttl_seconds: float | None = 3600.0, max_entries: int | None = 1000) -> ResponseStore:
-        store = open_store(url, ttl_seconds=ttl_seconds, max_entries=max_entries)
+    def make(
+        ttl_seconds: float | None = 3600.0, max_entries: int | None = 1000, max_bytes: int | None = None
+    ) -> ResponseStore:
+        store = open_store(url, ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
         opened.append(store)
         return store
 

@@ -22,6 +22,7 @@ from .records import exchange, response_object
 
 def test_public_api() -> None:
     assert sorted(toolwire.store.__all__) == [
+        "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_ENTRIES",
         "DEFAULT_REDIS_KEY_PREFIX",
         "DEFAULT_STORE_URL",

@@ -9,6 +9,7 @@ import pytest
 
 from toolwire.errors import RequestError
 from toolwire.store import PreviousResponseNotFound, ResponseStore, StoredResponse
+from toolwire.store._base import encode_record
 
 from .conftest import StoreFactory
 from .records import exchange, response_object, texts
@@ -160,6 +161,106 @@ async def test_the_store_never_holds_more_than_max_entries(make_store: StoreFact
         await store.put(exchange(f"resp_{n}", str(n)))
     kept = [n for n in range(100) if await store.get(f"resp_{n}") is not None]
     assert kept == list(range(90, 100))
+
+
+def size(record: StoredResponse) -> int:
+    """What a record weighs against ``max_bytes``: its bytes as stored."""
+    return len(encode_record(record))
+
+
+async def kept(store: ResponseStore, *response_ids: str) -> list[str]:
+    """Which of ``response_ids`` the store holds; and it counts their bytes, no more."""
+    found = [record for response_id in response_ids if (record := await store.get(response_id)) is not None]
+    assert await store.stored_bytes() == sum(size(record) for record in found)  # type: ignore[attr-defined]
+    return [record.id for record in found]
+
+
+async def test_beyond_max_bytes_the_least_recently_used_go(make_store: StoreFactory) -> None:
+    records = {name: exchange(name, name) for name in ("resp_a", "resp_b", "resp_c", "resp_d")}
+    assert len({size(record) for record in records.values()}) == 1  # all of one size
+    store = make_store(max_bytes=3 * size(records["resp_a"]))
+    for name in ("resp_a", "resp_b", "resp_c"):
+        await store.put(records[name])
+    await store.chain_input("resp_a")  # a is used: b is now the least recent
+    await store.put(records["resp_d"])
+    assert await kept(store, *records) == ["resp_a", "resp_c", "resp_d"]
+
+
+async def test_the_store_never_holds_more_than_max_bytes(make_store: StoreFactory) -> None:
+    # Records of many sizes: after every write the store holds the newest that fit in
+    # the bound together, and none older.
+    bound = 4_000
+    store = make_store(max_bytes=bound, ttl_seconds=None, max_entries=None)
+    written: list[StoredResponse] = []
+    for n in range(60):
+        record = exchange(f"resp_{n}", "x" * (n * 37 % 700))
+        await store.put(record)
+        written.append(record)
+        newest, total = [], 0
+        for earlier in reversed(written):
+            total += size(earlier)
+            if total > bound:
+                break
+            newest.append(earlier.id)
+        assert await kept(store, *(record.id for record in written)) == newest[::-1], n
+
+
+async def test_a_record_larger_than_max_bytes_is_kept_alone_until_the_next(make_store: StoreFactory) -> None:
+    small, large = exchange("resp_small", "hi"), exchange("resp_large", "x" * 5_000)
+    store = make_store(max_bytes=size(large) - 1)
+    await store.put(small)
+    await store.put(large)  # over the bound alone: kept (it was just answered), all else goes
+    assert await kept(store, "resp_small", "resp_large") == ["resp_large"]
+    await store.put(exchange("resp_next", "next"))
+    assert await kept(store, "resp_large", "resp_next") == ["resp_next"]
+
+
+async def test_a_record_deleted_or_replaced_counts_no_more(make_store: StoreFactory) -> None:
+    records = [exchange(f"resp_{n}", "same") for n in range(4)]
+    store = make_store(max_bytes=3 * size(records[0]))
+    await store.put(records[0])
+    await store.put(records[0])  # written twice: counted once
+    await store.put(records[1])
+    await store.put(records[2])
+    assert await kept(store, "resp_0", "resp_1", "resp_2") == ["resp_0", "resp_1", "resp_2"]
+    assert await store.delete("resp_1")
+    await store.put(records[3])  # in the room resp_1 left
+    assert await kept(store, "resp_0", "resp_2", "resp_3") == ["resp_0", "resp_2", "resp_3"]
+
+
+async def test_expired_records_count_no_more(make_store: StoreFactory) -> None:
+    records = [exchange(f"resp_{n}", "same") for n in range(4)]
+    store = make_store(ttl_seconds=0.4, max_bytes=2 * size(records[0]))
+    await store.put(records[0])
+    await store.put(records[1])
+    assert await expires(store, "resp_0", "resp_1")
+    await store.put(records[2])
+    await store.put(records[3])
+    assert await kept(store, "resp_2", "resp_3") == ["resp_2", "resp_3"]
+
+
+async def test_a_record_written_again_after_it_expired_is_kept_and_counted(make_store: StoreFactory) -> None:
+    store = make_store(ttl_seconds=0.4, max_bytes=10_000)
+    await store.put(exchange("resp_1", "once"))
+    assert await expires(store, "resp_1")
+    await store.put(exchange("resp_1", "again"))
+    assert await kept(store, "resp_1") == ["resp_1"]
+    assert texts(await store.chain_input("resp_1")) == ["user: again", "assistant: re: again"]
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite", "redis"])  # a memory store is one process's own
+async def test_gateways_sharing_a_store_share_its_bytes(make_store: StoreFactory) -> None:
+    records = [exchange(f"resp_{n}", "same") for n in range(4)]
+    bound = 3 * size(records[0])
+    gateway_a, gateway_b = make_store(max_bytes=bound), make_store(max_bytes=bound)
+    await gateway_a.put(records[0])
+    await gateway_b.put(records[1])
+    await gateway_a.put(records[2])
+    assert await gateway_b.delete("resp_2")
+    await gateway_b.put(records[3])
+    assert await kept(gateway_a, "resp_0", "resp_1", "resp_3") == ["resp_0", "resp_1", "resp_3"]
+    await gateway_a.put(exchange("resp_4", "same"))
+    assert await kept(gateway_b, "resp_0", "resp_1", "resp_3", "resp_4") == ["resp_1", "resp_3", "resp_4"]
 
 
 @pytest.mark.parametrize("walk", ["chain_input", "chain_ids"])  # reading the ids refreshes as reading it all

@@ -92,27 +92,43 @@ def test_urls_that_name_no_store_are_refused(url: str, complaint: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("ttl_seconds", "max_entries", "complaint"),
+    ("ttl_seconds", "max_entries", "max_bytes", "complaint"),
     [
-        (0, 10, "time to live must be positive"),
-        (-1, 10, "time to live must be positive"),
-        (60, 0, "at least 1"),
-        (None, None, "needs a time to live, a maximum number of entries, or both"),
+        (0, 10, None, "time to live must be positive"),
+        (-1, 10, None, "time to live must be positive"),
+        (60, 0, None, "number of entries must be at least 1, not 0"),
+        (60, 10, 0, "maximum bytes must be at least 1, not 0"),
+        (None, None, None, "needs a time to live, a maximum number of entries or of bytes"),
     ],
 )
-def test_limits_that_make_no_sense_are_refused(ttl_seconds: float | None, max_entries: int | None, complaint: str) -> None:
+def test_limits_that_make_no_sense_are_refused(
+    ttl_seconds: float | None, max_entries: int | None, max_bytes: int | None, complaint: str
+) -> None:
     with pytest.raises(ValueError, match=complaint):
-        open_store("memory://", ttl_seconds=ttl_seconds, max_entries=max_entries)
+        open_store("memory://", ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
+
+
+@pytest.mark.parametrize(("ttl_seconds", "max_entries", "max_bytes"), [(60, None, None), (None, 10, None), (None, None, 1)])
+def test_any_one_limit_bounds_a_store(ttl_seconds: float | None, max_entries: int | None, max_bytes: int | None) -> None:
+    store = open_store("memory://", ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
+    assert isinstance(store, MemoryResponseStore)
+    assert (store.ttl_seconds, store.max_entries, store.max_bytes) == (ttl_seconds, max_entries, max_bytes)
+
+
+def test_the_default_limits_are_thirty_days_ten_thousand_responses_and_a_gibibyte() -> None:
+    store = open_store("memory://")
+    assert isinstance(store, MemoryResponseStore)
+    assert (store.ttl_seconds, store.max_entries, store.max_bytes) == (30 * 24 * 3600, 10_000, 1 << 30)
 
 
 def test_the_smallest_limits_are_allowed() -> None:
-    assert isinstance(open_store("memory://", ttl_seconds=0.001, max_entries=1), MemoryResponseStore)
+    assert isinstance(open_store("memory://", ttl_seconds=0.001, max_entries=1, max_bytes=1), MemoryResponseStore)
 
 
-def test_lifting_both_limits_is_refused_saying_what_is_needed() -> None:
+def test_lifting_every_limit_is_refused_saying_what_is_needed() -> None:
     with pytest.raises(ValueError) as caught:
-        open_store("memory://", ttl_seconds=None, max_entries=None)
-    assert str(caught.value) == "a response store needs a time to live, a maximum number of entries, or both"
+        open_store("memory://", ttl_seconds=None, max_entries=None, max_bytes=None)
+    assert str(caught.value) == "a response store needs a time to live, a maximum number of entries or of bytes"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import redis
 from tests.reliability.helpers import wait_until
 from toolwire.store import RedisServer as RedisServerConnection
 from toolwire.store import StoreUnavailable, open_store
+from toolwire.store._base import encode_record
 from toolwire.store._redis import RedisResponseStore
 from toolwire.store._redis_server import DEFAULT_SOCKET_TIMEOUT_SECONDS
 
@@ -105,10 +106,15 @@ async def test_records_carry_a_redis_ttl_and_the_index_stays_bounded(fresh_redis
         await store.aclose()
     with redis.Redis.from_url(fresh_redis.url) as client:
         keys = sorted(key.decode() for key in client.keys("*"))
-        assert keys == ["toolwire:response:resp_15", "toolwire:response:resp_16", "toolwire:response:resp_17",
+        assert keys == ["toolwire:response-bytes", "toolwire:response-sizes",
+                        "toolwire:response:resp_15", "toolwire:response:resp_16", "toolwire:response:resp_17",
                         "toolwire:response:resp_18", "toolwire:response:resp_19", "toolwire:responses"]  # fmt: skip
         assert 0 < client.pttl("toolwire:response:resp_19") <= 60_000
         assert client.zcard("toolwire:responses") == 5
+        sizes = {key.decode(): int(size) for key, size in client.hgetall("toolwire:response-sizes").items()}
+        assert sizes == {f"resp_{n}": client.hstrlen(f"toolwire:response:resp_{n}", "record") for n in range(15, 20)}
+        assert int(client.get("toolwire:response-bytes")) == sum(sizes.values())  # no PEXPIRE: they go with their ids
+        assert client.pttl("toolwire:response-sizes") == client.pttl("toolwire:response-bytes") == -1
 
 
 async def test_expired_ids_leave_the_index_on_the_next_write(fresh_redis: RedisServer) -> None:
@@ -124,6 +130,28 @@ async def test_expired_ids_leave_the_index_on_the_next_write(fresh_redis: RedisS
         await store.aclose()
     with redis.Redis.from_url(fresh_redis.url) as client:
         assert client.zrange("toolwire:responses", 0, -1) == [b"resp_last"]
+
+
+async def test_records_written_before_the_sizes_count_for_nothing_and_leave_the_count_right(
+    fresh_redis: RedisServer,
+) -> None:
+    with redis.Redis.from_url(fresh_redis.url) as client:  # as a toolwire of 2026-12-04 wrote it
+        client.hset("toolwire:response:resp_old", mapping={"record": encode_record(exchange("resp_old", "old")), "prev": ""})
+        client.zadd("toolwire:responses", {"resp_old": 1})
+    store = RedisResponseStore(fresh_redis.url, ttl_seconds=None, max_entries=2)
+    try:
+        new = exchange("resp_new", "new")
+        await store.put(new)
+        assert await store.get("resp_old") is not None
+        assert await store.stored_bytes() == len(encode_record(new))
+        assert await store.delete("resp_old")
+        await store.put(exchange("resp_next", "next"))
+        await store.put(exchange("resp_last", "last"))  # resp_new goes, beyond two entries
+        assert await store.stored_bytes() == sum(
+            len(encode_record(exchange(name, text))) for name, text in (("resp_next", "next"), ("resp_last", "last"))
+        )
+    finally:
+        await store.aclose()
 
 
 async def test_an_unreachable_store_says_why_in_the_drivers_words() -> None:
@@ -150,6 +178,7 @@ async def test_a_redis_out_of_memory_is_a_503_saying_so(fresh_redis: RedisServer
         finally:
             admin.config_set("maxmemory", 0)
             await store.aclose()
+        assert admin.keys("*") == []  # refused before anything was written: nothing counted
     message = caught.value.message
     assert message.startswith(f"The response store {fresh_redis.url} failed: ")
     assert "command not allowed when used memory > 'maxmemory'" in message

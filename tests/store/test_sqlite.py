@@ -14,6 +14,7 @@ import pytest
 from toolwire.store import (
     PreviousResponseNotFound,
     SQLiteResponseStore,
+    StoredResponse,
     StoreUnavailable,
     connect_sqlite,
     open_store,
@@ -78,7 +79,51 @@ async def test_a_file_of_the_layout_before_is_moved_over_and_continued(tmp_path:
         await store.aclose()
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert tables == {"response_chain", "response_records"}
+        assert tables == {"response_chain", "response_records", "response_bytes"}
+        sizes = dict(db.execute("SELECT chain.id, chain.size - length(records.record) FROM response_chain AS chain "
+                                "JOIN response_records AS records ON records.id = chain.id"))
+        assert sizes == {"resp_1": 0, "resp_2": 0, "resp_3": 0}  # the records moved over are counted
+        assert db.execute("SELECT total FROM response_bytes").fetchone() == db.execute(
+            "SELECT sum(length(record)) FROM response_records").fetchone()
+
+
+async def test_a_file_written_before_the_sizes_gets_them_and_counts_what_older_gateways_write(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.db"
+    earlier = [exchange("resp_1", "one"), exchange("resp_2", "two", previous="resp_1"), exchange("resp_3", "three")]
+
+    def write_as_before(db: sqlite3.Connection, record: StoredResponse, used_at: float) -> None:
+        db.execute("INSERT OR REPLACE INTO response_chain (id, previous_response_id, used_at) VALUES (?, ?, ?)",
+                   (record.id, record.previous_response_id, used_at))
+        db.execute("INSERT OR REPLACE INTO response_records (id, record) VALUES (?, ?)", (record.id, encode_record(record)))
+
+    with contextlib.closing(sqlite3.connect(path)) as db, db:  # as a toolwire of 2026-12-04 wrote it
+        db.executescript(
+            "CREATE TABLE response_chain (id TEXT PRIMARY KEY, previous_response_id TEXT, used_at REAL NOT NULL); "
+            "CREATE INDEX response_chain_by_use ON response_chain (used_at); "
+            "CREATE TABLE response_records (id TEXT PRIMARY KEY, record BLOB NOT NULL);"
+        )
+        write_as_before(db, earlier[0], 1e9)
+        write_as_before(db, earlier[1], 1e9 + 1)
+    sizes = [len(encode_record(record)) for record in earlier]
+    store = SQLiteResponseStore(path, ttl_seconds=None, max_entries=None, max_bytes=sum(sizes))
+    try:
+        assert await store.stored_bytes() == sizes[0] + sizes[1]
+        assert texts(await store.chain_input("resp_2"))[-1] == "assistant: re: two"
+        with contextlib.closing(sqlite3.connect(path)) as db, db:  # a gateway of that time, sharing the file
+            write_as_before(db, earlier[2], 1e9 + 2)
+        assert await store.stored_bytes() == sizes[0] + sizes[1]  # its row has no size...
+    finally:
+        await store.aclose()
+    store = SQLiteResponseStore(path, ttl_seconds=None, max_entries=None, max_bytes=sum(sizes))
+    try:
+        assert await store.stored_bytes() == sum(sizes)  # ...until a store opens the file again
+        await store.put(exchange("resp_4", "four"))  # over the bound: the least recently used goes
+        assert [await store.get(f"resp_{n}") is not None for n in range(1, 5)] == [True, True, False, True]
+        assert await store.stored_bytes() == sizes[0] + sizes[1] + len(encode_record(exchange("resp_4", "four")))
+    finally:
+        await store.aclose()
 
 
 async def test_a_store_that_cannot_create_its_file_is_unavailable(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from toolwire.config import GatewayConfig
 from toolwire.server import is_loopback, parse_client_keys
-from toolwire.store import open_store
+from toolwire.server._factory import open_configured_store
 from toolwire.upstream import proxy_for
 
 
@@ -29,11 +29,10 @@ def serve_problems(
     problems = [f"{'.'.join(map(str, where))}: {what}" for where, what in config.problems()]
     problems += _upstream_problems(config, environ)
     server = config.server
-    if server.store != "none":
-        try:
-            open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
-        except ValueError as exc:
-            problems.append(f"--store: {exc}")
+    try:
+        open_configured_store(config)
+    except ValueError as exc:
+        problems.append(f"--store: {exc}")
     client_keys = parse_client_keys(environ.get(server.api_key_env, "")) if server.api_key_env else ()
     if server.api_key_env and not client_keys:
         problems.append(f"--api-key-env names {server.api_key_env}, which holds no key.")

@@ -96,6 +96,9 @@ def serve(
     ] = None,
     store_ttl: Annotated[float | None, typer.Option(help="Seconds a stored response is kept after last use [30 days].")] = None,
     store_max_entries: Annotated[int | None, typer.Option(help="Most stored responses kept [10000].")] = None,
+    store_max_bytes: Annotated[
+        int | None, typer.Option(help="Most bytes of stored responses kept, least recently used out first [1 GiB].")
+    ] = None,
     capture: Annotated[
         Path | None, typer.Option(help="Write each exchange (all four sides, redacted) as JSON lines into DIR.")
     ] = None,
@@ -174,6 +177,7 @@ def serve(
         "store": store,
         "store_ttl_seconds": store_ttl,
         "store_max_entries": store_max_entries,
+        "store_max_bytes": store_max_bytes,
         "capture_dir": str(capture) if capture is not None else None,
         "capture_max_bytes": capture_max_bytes,
         "inspector": inspector,

@@ -53,6 +53,7 @@ class ServerConfig(_Strict):
     store: str = "sqlite://"
     store_ttl_seconds: float | None = Field(default=30 * 24 * 3600, gt=0)
     store_max_entries: int | None = Field(default=10_000, gt=0)
+    store_max_bytes: int | None = Field(default=1 << 30, gt=0)  # of records in all
     workers: int = Field(default=1, ge=1)
     # Observability (toolwire.server.observe): /metrics is always served.
     capture_dir: str | None = None  # each exchange as a JSON line, redacted; off when None

@@ -17,7 +17,7 @@ from toolwire.compaction import compaction_key_for
 from toolwire.config import GatewayConfig
 from toolwire.keys import KeyGate, open_key_store
 from toolwire.protocol import KNOWN_HISTORIES
-from toolwire.store import open_store
+from toolwire.store import ResponseStore, open_store
 
 from ._app import create_app
 from ._auth import parse_client_keys
@@ -33,15 +33,25 @@ YOUNG_GENERATION_THRESHOLD = 10_000
 """Net new container objects before a young collection (CPython's default: 700)."""
 
 
+def open_configured_store(config: GatewayConfig) -> ResponseStore | None:
+    """The response store ``[server]`` names, with its limits (None for ``none``); a
+    ``ValueError`` says what is wrong with its URL or limits."""
+    server = config.server
+    if server.store == "none":
+        return None
+    return open_store(
+        server.store,
+        ttl_seconds=server.store_ttl_seconds,
+        max_entries=server.store_max_entries,
+        max_bytes=server.store_max_bytes,
+    )
+
+
 def build_app(config: GatewayConfig, *, model_override: str | None = None) -> ASGIApp:
     server = config.server
     client_keys = parse_client_keys(os.environ.get(server.api_key_env, "")) if server.api_key_env else ()
     admin_keys = parse_client_keys(os.environ.get(server.admin_key_env, "")) if server.admin_key_env else ()
-    store = (
-        None
-        if server.store == "none"
-        else open_store(server.store, ttl_seconds=server.store_ttl_seconds, max_entries=server.store_max_entries)
-    )
+    store = open_configured_store(config)
     key_store = None if server.store == "none" else open_key_store(server.store)
     gate = (
         KeyGate(key_store, static_keys=client_keys, admin_keys=admin_keys)

@@ -3,8 +3,9 @@
 The server talks to one seam, ``ResponseStore`` (``put``, ``get``, ``delete``,
 ``chain_input``, ``chain_ids``, ``aclose``), and ``open_store(url)`` picks the store behind it:
 memory (the fake, and single-process use), SQLite (the default, one host) or Redis
-(several gateways behind a load balancer). Every store is bounded by a time to live
-and a maximum number of entries; failures to reach a store are ``StoreUnavailable``
+(several gateways behind a load balancer). Every store is bounded by a time to live,
+a maximum number of entries and of bytes (each store also says how many bytes it holds:
+``stored_bytes``); failures to reach a store are ``StoreUnavailable``
 (503). Records are immutable, so concurrent continuations of one response cannot
 corrupt a chain.
 """
@@ -20,6 +21,7 @@ from ._base import (
 )
 from ._memory import MemoryResponseStore
 from ._open import (
+    DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_STORE_URL,
     DEFAULT_TTL_SECONDS,
@@ -33,6 +35,7 @@ from ._sqlite import SQLiteResponseStore
 from ._sqlite_file import SQLiteFile, connect_sqlite, write_transaction
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_REDIS_KEY_PREFIX",
     "DEFAULT_STORE_URL",

@@ -2,7 +2,8 @@
 
 The fake beside SQLite and Redis, and the store for a single short-lived gateway.
 Records are kept encoded, exactly as the persistent stores keep them, so a caller
-that mutates what it read cannot change what is stored.
+that mutates what it read cannot change what is stored. Their bytes count towards
+``max_bytes``, as the persistent stores count theirs.
 
 Because writing and continuing a response both refresh its time to live *and* move it
 to the end of the eviction order, that order is also the expiry order: expired
@@ -29,7 +30,8 @@ class _Entry:
 
 
 class MemoryResponseStore(EncodedStore):
-    """A bounded in-memory ``ResponseStore``: at most ``max_entries``, each for ``ttl_seconds``.
+    """A bounded in-memory ``ResponseStore``: at most ``max_entries`` records of at most
+    ``max_bytes`` in all (the newest is kept whatever its size), each for ``ttl_seconds``.
 
     ``clock`` (seconds, monotonic) is injectable for tests.
     """
@@ -39,31 +41,45 @@ class MemoryResponseStore(EncodedStore):
         *,
         ttl_seconds: float | None,
         max_entries: int | None,
+        max_bytes: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
 
     def __repr__(self) -> str:
-        return f"MemoryResponseStore(ttl_seconds={self.ttl_seconds}, max_entries={self.max_entries})"
+        return (
+            f"MemoryResponseStore(ttl_seconds={self.ttl_seconds}, max_entries={self.max_entries}, "
+            f"max_bytes={self.max_bytes})"
+        )
 
     async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         now = self._clock()
         self._purge_expired(now)
+        self._remove(response_id)
         self._entries[response_id] = _Entry(data, previous_response_id, self._expiry(now))
-        self._entries.move_to_end(response_id)
-        if self.max_entries is not None:
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+        self._bytes += len(data)
+        max_entries, max_bytes = self.max_entries, self.max_bytes
+        while len(self._entries) > 1 and (
+            (max_entries is not None and len(self._entries) > max_entries)
+            or (max_bytes is not None and self._bytes > max_bytes)
+        ):
+            self._remove(next(iter(self._entries)))
 
     async def _get_encoded(self, response_id: str) -> bytes | None:
         entry = self._live(response_id, self._clock())
         return entry.data if entry else None
 
     async def delete(self, response_id: str) -> bool:
-        return self._entries.pop(response_id, None) is not None
+        return self._remove(response_id)
+
+    async def stored_bytes(self) -> int:
+        """The bytes of the records kept."""
+        return self._bytes
 
     async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         now = self._clock()
@@ -84,13 +100,21 @@ class MemoryResponseStore(EncodedStore):
 
     async def aclose(self) -> None:
         self._entries.clear()
+        self._bytes = 0
 
     def _live(self, response_id: str, now: float) -> _Entry | None:
         entry = self._entries.get(response_id)
         if entry is not None and entry.expires_at <= now:
-            del self._entries[response_id]
+            self._remove(response_id)
             return None
         return entry
+
+    def _remove(self, response_id: str) -> bool:
+        entry = self._entries.pop(response_id, None)
+        if entry is None:
+            return False
+        self._bytes -= len(entry.data)
+        return True
 
     def _expiry(self, now: float) -> float:
         return now + self.ttl_seconds if self.ttl_seconds is not None else float("inf")
@@ -100,4 +124,4 @@ class MemoryResponseStore(EncodedStore):
             oldest_id, oldest = next(iter(self._entries.items()))
             if oldest.expires_at > now:
                 return
-            del self._entries[oldest_id]
+            self._remove(oldest_id)

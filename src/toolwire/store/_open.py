@@ -27,6 +27,9 @@ DEFAULT_STORE_URL = "sqlite://"
 DEFAULT_TTL_SECONDS = 30 * 24 * 3600.0
 """Thirty days, as long as the OpenAI API keeps a stored response."""
 DEFAULT_MAX_ENTRIES = 10_000
+DEFAULT_MAX_BYTES = 1 << 30
+"""One GiB of records: a client resending an 800-turn history with ``store`` true writes
+1.4 MB a turn, so ``DEFAULT_MAX_ENTRIES`` of those would be 14 GB."""
 
 
 def open_store(
@@ -34,19 +37,23 @@ def open_store(
     *,
     ttl_seconds: float | None = DEFAULT_TTL_SECONDS,
     max_entries: int | None = DEFAULT_MAX_ENTRIES,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> ResponseStore:
-    """The store ``url`` names, keeping each response ``ttl_seconds`` after its last use
-    and at most ``max_entries`` of them (least recently used out first).
+    """The store ``url`` names, keeping each response ``ttl_seconds`` after its last use,
+    and at most ``max_entries`` of them, of at most ``max_bytes`` of records in all (least
+    recently used out first; the newest is kept whatever its size).
 
-    ``None`` lifts one limit; lifting both is refused, since the store would grow
+    ``None`` lifts one limit; lifting all of them is refused, since the store would grow
     without bound. Raises ``ValueError`` for a URL or limit that makes no sense.
     """
     if ttl_seconds is not None and not ttl_seconds > 0:
         raise ValueError(f"the store's time to live must be positive, not {ttl_seconds}")
     if max_entries is not None and max_entries < 1:
         raise ValueError(f"the store's maximum number of entries must be at least 1, not {max_entries}")
-    if ttl_seconds is None and max_entries is None:
-        raise ValueError("a response store needs a time to live, a maximum number of entries, or both")
+    if max_bytes is not None and max_bytes < 1:
+        raise ValueError(f"the store's maximum bytes must be at least 1, not {max_bytes}")
+    if ttl_seconds is None and max_entries is None and max_bytes is None:
+        raise ValueError("a response store needs a time to live, a maximum number of entries or of bytes")
     scheme, colon, _ = url.partition(":")
     scheme = scheme.lower()
     if not colon:
@@ -54,9 +61,9 @@ def open_store(
     if scheme == "memory":
         if url.lower() not in ("memory:", "memory://"):
             raise ValueError(f"{url!r}: a memory store takes no host or path; use memory://")
-        return MemoryResponseStore(ttl_seconds=ttl_seconds, max_entries=max_entries)
+        return MemoryResponseStore(ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
     if scheme == "sqlite":
-        return SQLiteResponseStore(sqlite_path(url), ttl_seconds=ttl_seconds, max_entries=max_entries)
+        return SQLiteResponseStore(sqlite_path(url), ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
     if scheme in ("redis", "rediss"):
         try:
             from ._redis import RedisResponseStore
@@ -64,7 +71,7 @@ def open_store(
             raise ValueError(f"a {scheme}:// store needs the 'redis' package installed") from exc
         if not urlsplit(url).hostname:
             raise ValueError(f"{scheme}:// store URL needs a host, e.g. {scheme}://localhost:6379/0")
-        return RedisResponseStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries)
+        return RedisResponseStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
     raise ValueError(f"unknown store {scheme!r} in {url!r}: use sqlite://[/path], memory:// or redis://host:port/db")
 
 

@@ -2,15 +2,20 @@
 
 Layout, under a key prefix (``toolwire:`` by default)::
 
-    {prefix}response:{id}   hash {record: JSON, prev: previous response id or ""}, PEXPIRE ttl
-    {prefix}responses       sorted set of ids, scored by last use (microseconds, strictly rising)
+    {prefix}response:{id}     hash {record: JSON, prev: previous response id or ""}, PEXPIRE ttl
+    {prefix}responses         sorted set of ids, scored by last use (microseconds, strictly rising)
+    {prefix}response-sizes    hash {id: the record's length in bytes}, for every id of the set
+    {prefix}response-bytes    the sum of those lengths
 
-The sorted set is the eviction order: every write trims it to ``max_entries`` (deleting
-the least recently used records) and drops the ids whose time to live has passed. Both
-writing a response and walking a chain are one Lua script each, so they are atomic
-and a chain of any length costs one round trip; walking a chain refreshes the time to
-live and the place in the eviction order of every response in it. (The scripts touch
-keys they compute, so this works on a single Redis server, not on Redis Cluster.)
+The sorted set is the eviction order: every write drops the ids whose time to live has
+passed, then trims it to ``max_entries`` and to ``max_bytes`` of records (deleting the
+least recently used; never the record just written, whatever its size). An id leaves the
+set, the sizes and the sum together, so the sum stays right even when Redis itself drops
+a record (its time to live, its own eviction). Writing a response, deleting one and walking
+a chain are one Lua script each, so they are atomic and a chain of any length costs one
+round trip; walking a chain refreshes the time to live and the place in the eviction order
+of every response in it. (The scripts touch keys they compute, so this works on a single
+Redis server, not on Redis Cluster.)
 
 Redis going away is an expected event: commands have bounded socket timeouts, each is
 retried once on a fresh connection (which also heals connections a restart broke),
@@ -38,30 +43,72 @@ local function used_now(index)
 end
 """
 
-# KEYS: index, record key.  ARGV: id, previous id or "", record, ttl ms (0: none),
-# max entries (0: none), record key prefix.
+# Forgets the ids given (and their sizes) from the index, the sizes and the sum; deletes
+# their records.
+_FORGET = """
+local function forget(keys, ids, record_prefix)
+    local freed = 0
+    for _, id in ipairs(ids) do
+        freed = freed + (tonumber(redis.call('HGET', keys.sizes, id)) or 0)
+        redis.call('HDEL', keys.sizes, id)
+        redis.call('ZREM', keys.index, id)
+        redis.call('DEL', record_prefix .. id)
+    end
+    if freed > 0 then redis.call('DECRBY', keys.bytes, freed) end
+end
+"""
+
+# KEYS: index, record key, sizes, bytes.  ARGV: id, previous id or "", record, ttl ms
+# (0: none), max entries (0: none), record key prefix, max bytes (0: none).
 _PUT = (
     _NOW
+    + _FORGET
     + """
+local keys = {index = KEYS[1], sizes = KEYS[3], bytes = KEYS[4]}
 local now = used_now(KEYS[1])
 local ttl_ms = tonumber(ARGV[4])
 local max_entries = tonumber(ARGV[5])
+local max_bytes = tonumber(ARGV[7])
+local replaced = tonumber(redis.call('HGET', KEYS[3], ARGV[1])) or 0
+-- The record first: a Redis out of memory refuses the script's first write, before any
+-- other (it lets the writes after it through, to keep a script whole).
 redis.call('HSET', KEYS[2], 'record', ARGV[3], 'prev', ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], #ARGV[3])
+redis.call('INCRBY', KEYS[4], #ARGV[3] - replaced)
 if ttl_ms > 0 then
     redis.call('PEXPIRE', KEYS[2], ttl_ms)
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl_ms * 1000)
+    local expired = {}
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - ttl_ms * 1000)) do
+        if id ~= ARGV[1] then expired[#expired + 1] = id end  -- (written again just now)
+    end
+    forget(keys, expired, ARGV[6])
 end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 if max_entries > 0 then
     local excess = redis.call('ZCARD', KEYS[1]) - max_entries
     if excess > 0 then
-        local evicted = redis.call('ZPOPMIN', KEYS[1], excess)
-        for i = 1, #evicted, 2 do
-            redis.call('DEL', ARGV[6] .. evicted[i])
-        end
+        forget(keys, redis.call('ZRANGE', KEYS[1], 0, excess - 1), ARGV[6])
+    end
+end
+if max_bytes > 0 then
+    local total = tonumber(redis.call('GET', KEYS[4]))
+    while total > max_bytes and redis.call('ZCARD', KEYS[1]) > 1 do
+        local oldest = redis.call('ZRANGE', KEYS[1], 0, 0)
+        forget(keys, oldest, ARGV[6])
+        total = tonumber(redis.call('GET', KEYS[4]))
     end
 end
 return 1
+"""
+)
+
+# KEYS: index, sizes, bytes.  ARGV: id, record key prefix.  Returns 1 if its record was live.
+_DELETE = (
+    _FORGET
+    + """
+local live = redis.call('EXISTS', ARGV[2] .. ARGV[1])
+forget({index = KEYS[1], sizes = KEYS[2], bytes = KEYS[3]}, {ARGV[1]}, ARGV[2])
+return live
 """
 )
 
@@ -124,6 +171,7 @@ class RedisResponseStore(EncodedStore):
         *,
         ttl_seconds: float | None,
         max_entries: int | None,
+        max_bytes: int | None = None,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_SECONDS,
     ) -> None:
@@ -132,9 +180,13 @@ class RedisResponseStore(EncodedStore):
         self._client = self._server.client
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._record_prefix = f"{key_prefix}response:"
         self._index = f"{key_prefix}responses"
+        self._sizes = f"{key_prefix}response-sizes"
+        self._bytes = f"{key_prefix}response-bytes"
         self._put_script = self._server.script(_PUT)
+        self._delete_script = self._server.script(_DELETE)
         self._chain_script = self._server.script(_CHAIN)
 
     def __repr__(self) -> str:
@@ -143,7 +195,7 @@ class RedisResponseStore(EncodedStore):
     async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
         await self._server.call(
             lambda: self._put_script(
-                keys=[self._index, self._record_prefix + response_id],
+                keys=[self._index, self._record_prefix + response_id, self._sizes, self._bytes],
                 args=[
                     response_id,
                     previous_response_id or "",
@@ -151,6 +203,7 @@ class RedisResponseStore(EncodedStore):
                     self._ttl_ms(),
                     self.max_entries or 0,
                     self._record_prefix,
+                    self.max_bytes or 0,
                 ],
             )
         )
@@ -159,14 +212,17 @@ class RedisResponseStore(EncodedStore):
         return await self._server.call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
 
     async def delete(self, response_id: str) -> bool:
-        async def delete() -> Any:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.delete(self._record_prefix + response_id)
-                pipe.zrem(self._index, response_id)
-                return await pipe.execute()
-
-        deleted, _ = await self._server.call(delete)
+        deleted = await self._server.call(
+            lambda: self._delete_script(
+                keys=[self._index, self._sizes, self._bytes], args=[response_id, self._record_prefix]
+            )
+        )
         return bool(deleted)
+
+    async def stored_bytes(self) -> int:
+        """The bytes of the records the store counts (those of every id in its index)."""
+        total = await self._server.call(lambda: self._client.get(self._bytes))
+        return int(total or 0)
 
     async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         newest_first: list[bytes]

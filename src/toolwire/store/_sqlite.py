@@ -1,18 +1,25 @@
 """``SQLiteResponseStore``: responses in one SQLite file, shared by processes on one host.
 
 Two tables, in WAL mode, so readers never wait for the writer and several gateway
-processes may share the file: ``response_chain(id, previous_response_id, used_at)``, small
-rows, and ``response_records(id, record)``, the records. ``used_at`` (wall-clock seconds)
-drives both limits: a response older than the time to live is expired (ignored by reads,
-deleted on the next write), and beyond ``max_entries`` the least recently used are
-deleted on write. A write or a continuation sets ``used_at``, so a conversation still in
-use keeps its beginning. A continuation refreshes every response of its chain, so those
-rows are kept apart from the records: refreshing 800 of them rewrites a few pages, not
-the 800 records (about 3 MB into the write-ahead log per turn when they shared a row).
+processes may share the file: ``response_chain(id, previous_response_id, used_at, size)``,
+small rows, and ``response_records(id, record)``, the records (``size`` is the record's
+length in bytes). ``used_at`` (wall-clock seconds) drives every limit: a response older
+than the time to live is expired (ignored by reads, deleted on the next write), and beyond
+``max_entries``, or ``max_bytes`` of records in all, the least recently used are deleted on
+write (the one just written stays, whatever its size). A write or a continuation sets
+``used_at``, so a conversation still in use keeps its beginning. A continuation refreshes
+every response of its chain, so those rows are kept apart from the records: refreshing 800
+of them rewrites a few pages, not the 800 records (about 3 MB into the write-ahead log per
+turn when they shared a row). The bytes of all the records are counted in
+``response_bytes(total)``, by triggers on the chain's rows, so that every writer of the file
+keeps the count, and a write over the bound finds that out without summing the rows.
 
 A file written before that layout (one table, ``responses``, whose rows held the records)
 is moved over when the store first opens it. Gateways sharing a file must then all be of
-this layout: an older one no longer finds its table and answers 503.
+this layout: an older one no longer finds its table and answers 503. A file written before
+the sizes were kept gets its ``size`` column, filled from the records; a gateway of that
+time may go on sharing the file, but what it writes counts against the bound only once a
+newer store opens the file again.
 
 Every call runs on the store's ``SQLiteFile`` (one worker thread owning one connection).
 The file and its directory are created on first use, readable by the owner only
@@ -21,6 +28,7 @@ The file and its directory are created on first use, readable by the owner only
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -39,7 +47,8 @@ BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS response_chain (
     id TEXT PRIMARY KEY,
     previous_response_id TEXT,
-    used_at REAL NOT NULL
+    used_at REAL NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS response_chain_by_use ON response_chain (used_at);
 CREATE TABLE IF NOT EXISTS response_records (
@@ -58,7 +67,21 @@ INSERT OR IGNORE INTO response_records (id, record) SELECT id, record FROM respo
 DROP TABLE responses;
 COMMIT;
 """
-"""The layout, and the move from the one before (``responses``: empty in a new file)."""
+"""The layout, and the move from the one before (``responses``: empty in a new file);
+``_count_bytes`` then adds what a script cannot."""
+
+_COUNTING = (
+    "CREATE TABLE IF NOT EXISTS response_bytes (total INTEGER NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS response_bytes_added AFTER INSERT ON response_chain "
+    "BEGIN UPDATE response_bytes SET total = total + new.size; END",
+    "CREATE TRIGGER IF NOT EXISTS response_bytes_removed AFTER DELETE ON response_chain "
+    "BEGIN UPDATE response_bytes SET total = total - old.size; END",
+    "CREATE TRIGGER IF NOT EXISTS response_bytes_resized AFTER UPDATE OF size ON response_chain "
+    "BEGIN UPDATE response_bytes SET total = total - old.size + new.size; END",
+)
+"""The count of the records' bytes, kept by every write of a chain row: an insert, a
+delete, or an upsert's update (``INSERT OR REPLACE`` would delete without telling the
+triggers, which is why writes here never use it)."""
 
 # The chain from a response back to its first ancestor, one row per response, newest
 # first. It stops at a gap (an ancestor that is gone or expired): the oldest row found
@@ -92,6 +115,10 @@ _BEYOND_THE_BOUND = (
 the oldest end: ``count(*)`` reads the chain's pages, where an ``OFFSET`` from the newest end
 walked every row of a full store on every write."""
 
+_OLDEST_FIRST = "SELECT id, size FROM response_chain WHERE id != ? ORDER BY used_at"
+"""Every response but the one just written (its one parameter), least recently used first,
+with its record's bytes: read only as far as the bytes over ``max_bytes`` take."""
+
 
 class SQLiteResponseStore(EncodedStore):
     """A ``ResponseStore`` in the SQLite file at ``path`` (created on first use).
@@ -106,13 +133,15 @@ class SQLiteResponseStore(EncodedStore):
         *,
         ttl_seconds: float | None,
         max_entries: int | None,
+        max_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._clock = clock
-        self._file = SQLiteFile(self.path, _SCHEMA, what="response store")
+        self._file = SQLiteFile(self.path, _SCHEMA, what="response store", prepare=_count_bytes)
 
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
@@ -122,14 +151,18 @@ class SQLiteResponseStore(EncodedStore):
             with write_transaction(db):
                 now = self._now(db)
                 db.execute(
-                    "INSERT OR REPLACE INTO response_chain (id, previous_response_id, used_at) VALUES (?, ?, ?)",
-                    (response_id, previous_response_id, now),
+                    "INSERT INTO response_chain (id, previous_response_id, used_at, size) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET previous_response_id = excluded.previous_response_id, "
+                    "used_at = excluded.used_at, size = excluded.size",
+                    (response_id, previous_response_id, now, len(data)),
                 )
                 db.execute("INSERT OR REPLACE INTO response_records (id, record) VALUES (?, ?)", (response_id, data))
                 if self.ttl_seconds is not None:
                     _delete(db, "SELECT id FROM response_chain WHERE used_at <= ?", (now - self.ttl_seconds,))
                 if self.max_entries is not None:
                     _delete(db, _BEYOND_THE_BOUND, (self.max_entries,))
+                if self.max_bytes is not None:
+                    _free_bytes(db, stored_bytes(db) - self.max_bytes, keeping=response_id)
 
         await self._file.run(put)
 
@@ -174,6 +207,10 @@ class SQLiteResponseStore(EncodedStore):
 
         return await self._file.run(chain)
 
+    async def stored_bytes(self) -> int:
+        """The bytes of the records in the file, as its count keeps them."""
+        return await self._file.run(stored_bytes)
+
     async def aclose(self) -> None:
         await self._file.aclose()
 
@@ -185,6 +222,30 @@ class SQLiteResponseStore(EncodedStore):
 
     def _oldest_live(self, now: float) -> float:
         return now - self.ttl_seconds if self.ttl_seconds is not None else float("-inf")
+
+
+def stored_bytes(db: sqlite3.Connection) -> int:
+    """The bytes of every record in the file (``response_bytes``)."""
+    total: int = db.execute("SELECT total FROM response_bytes").fetchone()[0]
+    return total
+
+
+def _count_bytes(db: sqlite3.Connection) -> None:
+    """Count the records' bytes in a file that does not yet: the ``size`` column, the
+    triggers and the total; then size the rows that have none (moved from an older layout,
+    or written by a gateway of that time). In one write transaction, so that processes
+    opening the file at once do it once."""
+    with write_transaction(db):
+        if "size" not in {row[1] for row in db.execute("PRAGMA table_info(response_chain)")}:
+            db.execute("ALTER TABLE response_chain ADD COLUMN size INTEGER NOT NULL DEFAULT 0")
+        for statement in _COUNTING:
+            db.execute(statement)
+        if db.execute("SELECT count(*) FROM response_bytes").fetchone()[0] == 0:
+            db.execute("INSERT INTO response_bytes (total) SELECT coalesce(sum(size), 0) FROM response_chain")
+        db.execute(
+            "UPDATE response_chain SET size = coalesce((SELECT length(record) FROM response_records "
+            "WHERE response_records.id = response_chain.id), 0) WHERE size = 0"
+        )
 
 
 def _refresh(newest_first: list[str], now: float, db: sqlite3.Connection) -> None:
@@ -203,6 +264,22 @@ def _refresh(newest_first: list[str], now: float, db: sqlite3.Connection) -> Non
             "UPDATE response_chain SET used_at = ? WHERE id = ?",
             [(now + depth * 1e-6, response_id) for depth, response_id in enumerate(newest_first)],
         )
+
+
+def _free_bytes(db: sqlite3.Connection, excess: int, *, keeping: str) -> None:
+    """Delete the least recently used responses but ``keeping``, as many as it takes to
+    free ``excess`` bytes (nothing if it is not positive)."""
+    if excess <= 0:
+        return
+    doomed: list[tuple[str]] = []
+    with contextlib.closing(db.execute(_OLDEST_FIRST, (keeping,))) as oldest_first:
+        for response_id, size in oldest_first:
+            doomed.append((response_id,))
+            excess -= size
+            if excess <= 0:
+                break
+    db.executemany("DELETE FROM response_records WHERE id = ?", doomed)
+    db.executemany("DELETE FROM response_chain WHERE id = ?", doomed)
 
 
 def _delete(db: sqlite3.Connection, ids: str, parameters: tuple[Any, ...]) -> None:

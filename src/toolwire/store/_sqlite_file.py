@@ -29,11 +29,20 @@ _OPENING = threading.Lock()
 
 
 class SQLiteFile:
-    """The file at ``path`` with ``schema`` applied; ``what`` names its store in errors."""
+    """The file at ``path`` with ``schema`` applied, then ``prepare`` (what a script cannot
+    say, such as a column added only if missing); ``what`` names its store in errors."""
 
-    def __init__(self, path: str | os.PathLike[str], schema: str, *, what: str) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        schema: str,
+        *,
+        what: str,
+        prepare: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self._schema = schema
+        self._prepare = prepare
         self._what = what
         self._connection: sqlite3.Connection | None = None
         self._closed = False
@@ -44,7 +53,14 @@ class SQLiteFile:
 
         def call() -> T:
             if self._connection is None:
-                self._connection = connect_sqlite(self.path, self._schema)
+                connection = connect_sqlite(self.path, self._schema)
+                try:
+                    if self._prepare is not None:
+                        self._prepare(connection)
+                except BaseException:
+                    connection.close()
+                    raise
+                self._connection = connection
             return operation(self._connection)
 
         try:
