@@ -179,6 +179,7 @@ async def test_beyond_max_bytes_the_least_recently_used_go(make_store: StoreFact
     records = {name: exchange(name, name) for name in ("resp_a", "resp_b", "resp_c", "resp_d")}
     assert len({size(record) for record in records.values()}) == 1  # all of one size
     store = make_store(max_bytes=3 * size(records["resp_a"]))
+    assert await store.stored_bytes() == 0  # type: ignore[attr-defined]
     for name in ("resp_a", "resp_b", "resp_c"):
         await store.put(records[name])
     await store.chain_input("resp_a")  # a is used: b is now the least recent
@@ -203,6 +204,30 @@ async def test_the_store_never_holds_more_than_max_bytes(make_store: StoreFactor
                 break
             newest.append(earlier.id)
         assert await kept(store, *(record.id for record in written)) == newest[::-1], n
+
+
+async def test_a_single_byte_over_max_bytes_is_over(make_store: StoreFactory) -> None:
+    tiny, first, second = exchange("resp_t", "t"), exchange("resp_1", "same"), exchange("resp_2", "same")
+    assert size(tiny) < size(first) == size(second)
+    store = make_store(max_bytes=size(first) + size(second) - 1)
+    await store.put(tiny)
+    await store.put(first)
+    # One byte over once resp_t is gone too: resp_1 goes as well, and resp_2 stays alone.
+    await store.put(second)
+    assert await kept(store, "resp_t", "resp_1", "resp_2") == ["resp_2"]
+    await store.put(exchange("resp_3", "same"))  # one byte over again, with nothing else to free
+    assert await kept(store, "resp_2", "resp_3") == ["resp_3"]
+
+
+async def test_records_that_expired_unread_are_let_go_by_the_next_write(make_store: StoreFactory) -> None:
+    ttl = 0.3
+    records = [exchange(f"resp_{n}", "same") for n in range(3)]
+    store = make_store(ttl_seconds=ttl, max_bytes=10 * size(records[0]))
+    await store.put(records[0])
+    await store.put(records[1])
+    await asyncio.sleep(3 * ttl)  # expired, and not read since
+    await store.put(records[2])
+    assert await kept(store, "resp_0", "resp_1", "resp_2") == ["resp_2"]
 
 
 async def test_a_record_larger_than_max_bytes_is_kept_alone_until_the_next(make_store: StoreFactory) -> None:
