@@ -365,6 +365,31 @@ async def test_the_lifetime_closes_an_idle_connection_and_refuses_what_waits(ups
     }
 
 
+async def test_the_lifetime_ends_a_connection_at_its_time_even_when_timers_fire_early(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loop may run a timer a little before its time; the connection's lifetime timer,
+    # run at half of what is left every time here, must neither end it early nor leave it
+    # waiting past its end.
+    loop = asyncio.get_running_loop()
+    call_later = loop.call_later
+
+    def early(delay: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__name__", "") == "_at_deadline":
+            delay /= 2
+        return call_later(delay, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_later", early)
+    lifetime = 0.5
+    async with gateway(chat_config(upstream.base_url, ws_max_lifetime=lifetime)) as gw, session(gw) as ws:
+        opened = loop.time()
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 30)
+        lasted = loop.time() - opened
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1000, "connection lifetime limit reached")
+    assert lifetime * 0.9 < lasted < 10
+
+
 async def test_a_message_over_the_limit_closes_with_1009(upstream: ChatUpstream) -> None:
     async with gateway(chat_config(upstream.base_url, ws_max_message_bytes=2048)) as gw:
         before = await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes")

@@ -23,13 +23,16 @@ from websockets.http11 import Request
 from ._limits import count_limit
 
 DRAIN_EXTENSION = "toolwire.drain"
-"""``scope["extensions"][DRAIN_EXTENSION]["event"]``: set when the server shuts down."""
+"""``scope["extensions"][DRAIN_EXTENSION]``: ``"event"``, set when the server shuts down, and
+``"wake"``, a list the app may add callbacks to, each called then (an app waiting on
+something else of its own need not wait on the event as well)."""
 
 
 class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
     """The sans-I/O WebSocket protocol, letting the app finish its response on shutdown."""
 
     _drain: asyncio.Event | None = None
+    _wake: list[Callable[[], None]] | None = None
     on_connection_lost: Callable[[], None] | None = None
     """Called once the connection has ended (the HTTP protocol that upgraded it gives
     back its place under ``max_connections``)."""
@@ -38,12 +41,14 @@ class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         scope = getattr(self, "scope", None)
         if scope is not None:  # the upgrade was accepted: the app is about to run
-            self._drain = asyncio.Event()
-            scope["extensions"][DRAIN_EXTENSION] = {"event": self._drain}
+            self._drain, self._wake = asyncio.Event(), []
+            scope["extensions"][DRAIN_EXTENSION] = {"event": self._drain, "wake": self._wake}
 
     def shutdown(self) -> None:
         if self._drain is not None and self.handshake_complete and not (self.close_sent or self.disconnected):
             self._drain.set()  # the app closes the connection once its response is done
+            for wake in self._wake or ():
+                wake()
             return
         super().shutdown()
 

@@ -136,14 +136,19 @@ class ResponsesConnection:
         self._send = send
         self._messages: asyncio.Queue[_Message] = asyncio.Queue(MAX_WAITING)
         self._stirred = asyncio.Event()
-        """Something happened: a message arrived, or the client went away."""
+        """Something happened: a message arrived, the client went away, the server is
+        shutting down, or the lifetime is over."""
         self.gone = asyncio.Event()
         drain = scope.get("extensions", {}).get(DRAIN_EXTENSION)
         self._draining: asyncio.Event = drain["event"] if drain is not None else asyncio.Event()
+        if drain is not None:
+            drain["wake"].append(self._stirred.set)
+        self._lifetime_timer: asyncio.TimerHandle | None = None
         self._closed = False
 
     async def run(self) -> None:
         reader = asyncio.create_task(self._read())
+        self._at_deadline()
         try:
             while (message := await self._next_message()) is not None:
                 answering = self._answer(message)
@@ -156,6 +161,8 @@ class ResponsesConnection:
         except OSError:
             pass  # the client went away while it was being answered: no one is left to tell
         finally:
+            if self._lifetime_timer is not None:
+                self._lifetime_timer.cancel()
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
@@ -180,8 +187,19 @@ class ResponsesConnection:
                 return None
             if not self._messages.empty():
                 return self._messages.get_nowait()
-            await _first_of(self._stirred, self._draining, timeout=remaining)
+            await self._stirred.wait()
             self._stirred.clear()
+
+    def _at_deadline(self) -> None:
+        """Stir the connection once its lifetime is over (called again until it is: a
+        timer may fire a little early)."""
+        loop = asyncio.get_running_loop()
+        remaining = self._deadline - loop.time()
+        if remaining > 0:
+            self._lifetime_timer = loop.call_later(remaining, self._at_deadline)
+        else:
+            self._lifetime_timer = None
+            self._stirred.set()
 
     async def _answer(self, message: _Message) -> None:
         try:
@@ -308,13 +326,3 @@ def _response_create(message: _Message) -> tuple[JSON, bytes, bool]:
         return event, orjson.dumps(event), generate
     except orjson.JSONEncodeError:
         raise RequestError("The message is nested too deeply.", code="invalid_json") from None
-
-
-async def _first_of(*events: asyncio.Event, timeout: float) -> None:
-    """Return when any of ``events`` is set, or after ``timeout`` seconds."""
-    waiters = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
