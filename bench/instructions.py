@@ -3,6 +3,7 @@
     python -m bench.instructions HEAD~1 HEAD            # git revisions of this checkout
     python -m bench.instructions HEAD /elsewhere/src --body v1 --requests 640
     python -m bench.instructions HEAD~1 HEAD --pace-ms 20 --connections 8   # paced streams
+    python -m bench.instructions HEAD~1 HEAD --websocket   # Codex's turns over one WebSocket
 
 On a shared machine the CPU time of a request moves by a third from one minute to the
 next (``bench.compare``'s rounds of one version range from 650 to 1,000 µs), so a change
@@ -13,7 +14,9 @@ case; with ``--pace-ms``, its events that far apart, so that each is read alone 
 an event costs is counted); a client sends it ``--warmup`` requests (the history is
 learned, the caches are filled), then the count is switched on for ``--requests``
 requests, ``--connections`` at a time, and off again. Two runs of one version agree
-within about 1 %.
+within about 1 %. With ``--websocket`` the requests are Codex's turns over one WebSocket
+(``bench.websocket_turns``: the body's fields again, ``previous_response_id`` and one user
+message, a new conversation every hundred turns), one at a time.
 
 What it does not see: the time the kernel spends (the sockets' system calls, about an
 eighth of the gateway's CPU), and what waiting costs (cache misses). Under valgrind a
@@ -42,7 +45,7 @@ from pathlib import Path
 
 import aiohttp
 
-from . import bodies, procs
+from . import bodies, procs, websocket_turns
 from .compare import (
     ROOT,
     pace_option,
@@ -73,8 +76,9 @@ class Count:
 
 
 def count(name: str, source: Path, upstream_url: str, body: bodies.Body, *, requests: int, warmup: int,
-          connections: int, work: Path) -> Count:
-    """Serve ``source`` under callgrind and count the instructions of ``requests`` requests."""
+          connections: int, work: Path, websocket: bool = False) -> Count:
+    """Serve ``source`` under callgrind and count the instructions of ``requests`` requests
+    (``websocket``: turns over one WebSocket)."""
     port = procs.free_port()
     out = work / f"callgrind-{slug(name)}.out"
     out.unlink(missing_ok=True)
@@ -85,9 +89,15 @@ def count(name: str, source: Path, upstream_url: str, body: bodies.Body, *, requ
                             port=port, health_path="/healthz")
     gateway.start(timeout=_START_SECONDS)
     try:
-        asyncio.run(_load(gateway.url, body, warmup, connections))
-        _instrument(gateway.pid, "on")
-        asyncio.run(_load(gateway.url, body, requests, connections))
+        if websocket:
+            url = websocket_turns.responses_url(gateway.url)
+            websocket_turns.run_turns(url, body.data, warmup)
+            _instrument(gateway.pid, "on")
+            websocket_turns.run_turns(url, body.data, requests)
+        else:
+            asyncio.run(_load(gateway.url, body, warmup, connections))
+            _instrument(gateway.pid, "on")
+            asyncio.run(_load(gateway.url, body, requests, connections))
         _instrument(gateway.pid, "off")
     finally:
         gateway.stop(timeout=120)  # callgrind writes its count as the gateway exits
@@ -130,14 +140,15 @@ def _total(out: Path) -> int:
     return total
 
 
-def report(counts: list[Count], *, body_name: str, connections: int, pace_ms: float = 0.0) -> str:
-    """A Markdown table: each version's instructions per request, and over the first one's."""
+def report(counts: list[Count], *, body_name: str, connections: int, pace_ms: float = 0.0,
+           websocket: bool = False) -> str:
+    """A Markdown table: each version's instructions per request (or turn), and over the first one's."""
     first = counts[0]
+    how = f"{first.requests} turns over one WebSocket" if websocket else f"{first.requests} requests at {connections} connections"
     lines = [
-        f"{body_name.upper()} body, {first.requests} requests at {connections} connections, "
-        f"upstream streaming {streaming(pace_ms)}; instructions counted by callgrind",
+        f"{body_name.upper()} body, {how}, upstream streaming {streaming(pace_ms)}; instructions counted by callgrind",
         "",
-        f"| version | instructions per request | ÷ {first.name}'s |",
+        f"| version | instructions per {'turn' if websocket else 'request'} | ÷ {first.name}'s |",
         "| --- | ---: | ---: |",
     ]
     for counted in counts:
@@ -150,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=320, help="requests counted per version")
     parser.add_argument("--warmup", type=int, default=48, help="requests before the count")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--websocket", action="store_true",
+                        help="count Codex's turns over one WebSocket, one at a time, instead of POSTs")
     pace_option(parser)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "out" / "instructions")
     args = parse_versions(parser, argv)
@@ -161,10 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     with procs.upstream_service(work, "--reply", "text", *upstream_writes(args.pace_ms)) as upstream:
         for name, source in sources:
             counted = count(name, source, upstream.url + "/v1", body, requests=args.requests, warmup=args.warmup,
-                            connections=args.connections, work=work)
+                            connections=args.connections, work=work, websocket=args.websocket)
             print(f"{name}: {counted.per_request / 1e6:.3f} M instructions per request", file=sys.stderr, flush=True)
             counts.append(counted)
-    print(report(counts, body_name=args.body, connections=args.connections, pace_ms=args.pace_ms))
+    print(report(counts, body_name=args.body, connections=args.connections, pace_ms=args.pace_ms,
+                 websocket=args.websocket))
 
 
 if __name__ == "__main__":

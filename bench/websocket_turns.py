@@ -49,17 +49,30 @@ def responses_url(gateway_url: str) -> str:
 def run(url: str, body: bytes, duration: float, cpu_seconds: Callable[[], float]) -> TurnsResult:
     """Turns over one WebSocket to ``url`` (``ws://.../v1/responses``) for ``duration`` seconds;
     ``cpu_seconds()`` reads the gateway's CPU time."""
-    return asyncio.run(_run(url, orjson.loads(body), duration, cpu_seconds))
+    return asyncio.run(_run(url, orjson.loads(body), cpu_seconds, duration=duration))
 
 
-async def _run(url: str, fields: dict[str, Any], duration: float, cpu_seconds: Callable[[], float]) -> TurnsResult:
+def run_turns(url: str, body: bytes, turns: int) -> TurnsResult:
+    """``turns`` turns over one WebSocket to ``url``, however long they take (a conversation's
+    first requests are not counted among them; its CPU figure is not read)."""
+    return asyncio.run(_run(url, orjson.loads(body), lambda: 0.0, turns=turns))
+
+
+async def _run(
+    url: str,
+    fields: dict[str, Any],
+    cpu_seconds: Callable[[], float],
+    *,
+    duration: float = float("inf"),
+    turns: float = float("inf"),
+) -> TurnsResult:
     first = orjson.dumps({"type": "response.create", **fields}).decode()
     latencies: list[float] = []
     errors = 0
     async with connect(url, max_size=None, compression=None, open_timeout=60) as socket:
         previous, length = await _start(socket, first), 0
         cpu_before, started = cpu_seconds(), time.perf_counter()
-        while time.perf_counter() - started < duration:
+        while time.perf_counter() - started < duration and len(latencies) < turns:
             if length == TURNS_PER_CONVERSATION:
                 previous, length = await _start(socket, first), 0  # a conversation's first request: not timed
             length += 1

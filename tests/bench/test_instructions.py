@@ -46,3 +46,15 @@ def test_a_paced_count_is_said_and_its_pace_given_to_the_upstream(tmp_path: Path
     command = [sys.executable, "-m", "bench.instructions", "HEAD", "--pace-ms", "-1", "--work-dir", str(tmp_path)]
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2 and "--pace-ms cannot be negative" in refused.stderr
+
+
+def test_codex_turns_over_a_websocket_are_counted(tmp_path: Path) -> None:
+    options = ("--requests", "12", "--warmup", "4", "--websocket")
+    result = run_head_against_src("bench.instructions", "valgrind", tmp_path, *options)
+    table = result.stdout
+    assert "V1 body, 12 turns over one WebSocket, upstream streaming event by event" in table
+    assert "| version | instructions per turn | ÷ HEAD's |" in table
+    counted = {name: float(millions) for name, millions in re.findall(r"^\| (\S+) \| (\d+\.\d+) M \| \d\.\d+ \|$", table, re.M)}
+    assert set(counted) == {"HEAD", str(ROOT / "src")}, table
+    # A turn is a few million instructions, as a request is (not the start-up's hundreds).
+    assert all(0.5 < millions < 50 for millions in counted.values()), counted
