@@ -390,6 +390,23 @@ async def test_the_lifetime_ends_a_connection_at_its_time_even_when_timers_fire_
     assert lifetime * 0.9 < lasted < 10
 
 
+async def test_a_closed_connection_leaves_no_lifetime_timer_behind(upstream: ChatUpstream) -> None:
+    # A timer left for an hour would hold on to the connection (and what it kept) that long.
+    loop = asyncio.get_running_loop()
+
+    def lifetime_timers() -> list[asyncio.TimerHandle]:
+        scheduled: list[asyncio.TimerHandle] = getattr(loop, "_scheduled", [])
+        return [timer for timer in scheduled
+                if getattr(timer._callback, "__name__", "") == "_at_deadline" and not timer.cancelled()]  # fmt: skip
+
+    async with gateway(chat_config(upstream.base_url)) as gw:
+        async with session(gw) as ws:
+            assert await until(lambda: len(lifetime_timers()) == 1)
+            upstream.enqueue(Text("hello"))
+            assert (await create(ws, input="hi"))[-1]["type"] == "response.completed"
+        assert await until(lambda: lifetime_timers() == [])
+
+
 async def test_a_message_over_the_limit_closes_with_1009(upstream: ChatUpstream) -> None:
     async with gateway(chat_config(upstream.base_url, ws_max_message_bytes=2048)) as gw:
         before = await gw.metric("toolwire_limits_tripped_total", limit="ws_max_message_bytes")
