@@ -253,7 +253,11 @@ async def test_the_store_keeps_as_many_bytes_as_the_server_section_says(upstream
     async with gateway_client(chat_config(upstream.base_url, store_max_bytes=30_000)) as client:
         ids = [(await client.post("/v1/responses", json={"model": "m", "input": "x" * 10_000})).json()["id"] for _ in range(3)]
         found = [(await client.get(f"/v1/responses/{response_id}")).status_code for response_id in ids]
+        metrics = (await client.get("/metrics")).text
     assert found == [404, 200, 200]  # each record: its 10 kB input and a few kB more; two fit in 30 kB, not three
+    assert re.search(r"^toolwire_store_max_bytes 30000\.0$", metrics, re.M)
+    held = re.search(r"^toolwire_store_bytes (\S+)$", metrics, re.M)
+    assert held and 20_000 < float(held[1]) <= 30_000, metrics[-2000:]  # the two records it holds
 
 
 async def test_the_store_forgets_responses_after_the_server_sections_ttl(upstream: ChatUpstream) -> None:

@@ -273,6 +273,19 @@ async def test_a_record_written_again_after_it_expired_is_kept_and_counted(make_
     assert texts(await store.chain_input("resp_1")) == ["user: again", "assistant: re: again"]
 
 
+async def test_a_store_knows_its_bytes_as_of_its_last_write(make_store: StoreFactory) -> None:
+    first, second, third = (exchange(f"resp_{n}", "same") for n in range(3))
+    store = make_store(max_bytes=2 * size(first))
+    assert store.bytes_seen in (None, 0)  # nothing written yet (memory: nothing held)
+    await store.put(first)
+    assert store.bytes_seen == size(first)
+    await store.put(second)
+    await store.put(third)  # resp_0 goes
+    assert store.bytes_seen == size(second) + size(third) == await store.stored_bytes()  # type: ignore[attr-defined]
+    assert await store.delete("resp_1")
+    assert store.bytes_seen == size(third)
+
+
 @pytest.mark.parametrize("store_kind", ["sqlite", "redis"])  # a memory store is one process's own
 async def test_gateways_sharing_a_store_share_its_bytes(make_store: StoreFactory) -> None:
     records = [exchange(f"resp_{n}", "same") for n in range(4)]
@@ -286,6 +299,9 @@ async def test_gateways_sharing_a_store_share_its_bytes(make_store: StoreFactory
     assert await kept(gateway_a, "resp_0", "resp_1", "resp_3") == ["resp_0", "resp_1", "resp_3"]
     await gateway_a.put(exchange("resp_4", "same"))
     assert await kept(gateway_b, "resp_0", "resp_1", "resp_3", "resp_4") == ["resp_1", "resp_3", "resp_4"]
+    assert await gateway_a.delete("resp_4")
+    assert gateway_a.bytes_seen == 2 * size(records[0])  # as of its own last write
+    assert gateway_b.bytes_seen == bound  # as of its own: it has not seen the other's since
 
 
 @pytest.mark.parametrize("walk", ["chain_input", "chain_ids"])  # reading the ids refreshes as reading it all

@@ -66,6 +66,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         admin_keys=admin_keys,
         requires_key=gate.requires_key if gate else None,
         conversations=conversations,
+        store=store,
     )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,

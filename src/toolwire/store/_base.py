@@ -161,6 +161,9 @@ class ResponseStore(Protocol):
     ``put`` of an existing id replaces it (a retried write is harmless).
     """
 
+    max_bytes: int | None
+    """The most bytes of records it keeps, least recently used out first (None: no bound)."""
+
     async def put(self, record: StoredResponse) -> None:
         """Store ``record`` (it counts as just used)."""
         ...
@@ -186,6 +189,17 @@ class ResponseStore(Protocol):
         """The ids of the responses of that chain, oldest first: ``chain_input``'s walk,
         its checks and its refresh, without reading the records (a gateway that holds the
         conversation already asks only whether it is still whole)."""
+        ...
+
+    async def stored_bytes(self) -> int:
+        """The bytes of the records the store holds (what ``max_bytes`` bounds)."""
+        ...
+
+    @property
+    def bytes_seen(self) -> int | None:
+        """``stored_bytes`` as this process last saw it, without asking the store: after its
+        last write or delete (None before any). Other processes sharing the store may have
+        changed it since."""
         ...
 
     async def aclose(self) -> None:

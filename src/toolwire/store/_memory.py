@@ -81,6 +81,10 @@ class MemoryResponseStore(EncodedStore):
         """The bytes of the records kept."""
         return self._bytes
 
+    @property
+    def bytes_seen(self) -> int:
+        return self._bytes
+
     async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         now = self._clock()
         newest_first: list[str] = []

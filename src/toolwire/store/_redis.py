@@ -60,6 +60,7 @@ end
 
 # KEYS: index, record key, sizes, bytes.  ARGV: id, previous id or "", record, ttl ms
 # (0: none), max entries (0: none), record key prefix, max bytes (0: none).
+# Returns the bytes of the records kept, once trimmed.
 _PUT = (
     _NOW
     + _FORGET
@@ -90,25 +91,26 @@ if max_entries > 0 then
         forget(keys, redis.call('ZRANGE', KEYS[1], 0, excess - 1), ARGV[6])
     end
 end
+local total = tonumber(redis.call('GET', KEYS[4]))
 if max_bytes > 0 then
-    local total = tonumber(redis.call('GET', KEYS[4]))
     while total > max_bytes and redis.call('ZCARD', KEYS[1]) > 1 do
         local oldest = redis.call('ZRANGE', KEYS[1], 0, 0)
         forget(keys, oldest, ARGV[6])
         total = tonumber(redis.call('GET', KEYS[4]))
     end
 end
-return 1
+return total
 """
 )
 
-# KEYS: index, sizes, bytes.  ARGV: id, record key prefix.  Returns 1 if its record was live.
+# KEYS: index, sizes, bytes.  ARGV: id, record key prefix.  Returns {1 if its record was
+# live else 0, the bytes of the records kept}.
 _DELETE = (
     _FORGET
     + """
 local live = redis.call('EXISTS', ARGV[2] .. ARGV[1])
 forget({index = KEYS[1], sizes = KEYS[2], bytes = KEYS[3]}, {ARGV[1]}, ARGV[2])
-return live
+return {live, tonumber(redis.call('GET', KEYS[3])) or 0}
 """
 )
 
@@ -187,13 +189,14 @@ class RedisResponseStore(EncodedStore):
         self._bytes = f"{key_prefix}response-bytes"
         self._put_script = self._server.script(_PUT)
         self._delete_script = self._server.script(_DELETE)
+        self._bytes_seen: int | None = None
         self._chain_script = self._server.script(_CHAIN)
 
     def __repr__(self) -> str:
         return f"RedisResponseStore({self.display_url!r})"
 
     async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
-        await self._server.call(
+        self._bytes_seen = await self._server.call(
             lambda: self._put_script(
                 keys=[self._index, self._record_prefix + response_id, self._sizes, self._bytes],
                 args=[
@@ -212,12 +215,16 @@ class RedisResponseStore(EncodedStore):
         return await self._server.call(lambda: self._client.hget(self._record_prefix + response_id, "record"))
 
     async def delete(self, response_id: str) -> bool:
-        deleted = await self._server.call(
+        deleted, self._bytes_seen = await self._server.call(
             lambda: self._delete_script(
                 keys=[self._index, self._sizes, self._bytes], args=[response_id, self._record_prefix]
             )
         )
         return bool(deleted)
+
+    @property
+    def bytes_seen(self) -> int | None:
+        return self._bytes_seen
 
     async def stored_bytes(self) -> int:
         """The bytes of the records the store counts (those of every id in its index)."""

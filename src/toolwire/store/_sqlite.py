@@ -142,6 +142,7 @@ class SQLiteResponseStore(EncodedStore):
         self.max_bytes = max_bytes
         self._clock = clock
         self._file = SQLiteFile(self.path, _SCHEMA, what="response store", prepare=_count_bytes)
+        self._bytes_seen: int | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
@@ -163,6 +164,7 @@ class SQLiteResponseStore(EncodedStore):
                     _delete(db, _BEYOND_THE_BOUND, (self.max_entries,))
                 if self.max_bytes is not None:
                     _free_bytes(db, stored_bytes(db) - self.max_bytes, keeping=response_id)
+                self._bytes_seen = stored_bytes(db)
 
         await self._file.run(put)
 
@@ -181,7 +183,9 @@ class SQLiteResponseStore(EncodedStore):
         def delete(db: sqlite3.Connection) -> bool:
             with write_transaction(db):
                 db.execute("DELETE FROM response_records WHERE id = ?", (response_id,))
-                return db.execute("DELETE FROM response_chain WHERE id = ?", (response_id,)).rowcount > 0
+                deleted = db.execute("DELETE FROM response_chain WHERE id = ?", (response_id,)).rowcount > 0
+                self._bytes_seen = stored_bytes(db)
+                return deleted
 
         return await self._file.run(delete)
 
@@ -210,6 +214,10 @@ class SQLiteResponseStore(EncodedStore):
     async def stored_bytes(self) -> int:
         """The bytes of the records in the file, as its count keeps them."""
         return await self._file.run(stored_bytes)
+
+    @property
+    def bytes_seen(self) -> int | None:
+        return self._bytes_seen
 
     async def aclose(self) -> None:
         await self._file.aclose()

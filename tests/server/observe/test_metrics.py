@@ -28,6 +28,7 @@ from toolwire.server.observe._metrics import (
     MetricsObserver,
     upstream_error_kind,
 )
+from toolwire.store import MemoryResponseStore, StoredResponse
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -285,6 +286,20 @@ def test_every_family_with_its_type_help_and_labels() -> None:
         for name in ("toolwire_request_duration_seconds", "toolwire_time_to_first_token_seconds")
     }
     assert buckets == {"toolwire_request_duration_seconds": LATENCY_BUCKETS, "toolwire_time_to_first_token_seconds": TTFT_BUCKETS}
+
+
+async def test_the_store_as_this_process_last_wrote_to_it() -> None:
+    store = MemoryResponseStore(ttl_seconds=None, max_entries=None, max_bytes=5_000)
+    observer = MetricsObserver(store=store)
+    assert value(scrape(observer), "toolwire_store_max_bytes") == 5_000
+    await store.put(StoredResponse.from_exchange({"id": "resp_1", "output": []}, "x" * 1_000))
+    await store.put(StoredResponse.from_exchange({"id": "resp_2", "output": []}, "y" * 2_000))
+    assert value(scrape(observer), "toolwire_store_bytes") == await store.stored_bytes() > 3_000
+    await store.delete("resp_1")
+    assert value(scrape(observer), "toolwire_store_bytes") == await store.stored_bytes() > 2_000
+    unbounded = MetricsObserver(store=MemoryResponseStore(ttl_seconds=60, max_entries=None, max_bytes=None))
+    assert value(scrape(unbounded), "toolwire_store_max_bytes") == 0
+    assert value(scrape(MetricsObserver()), "toolwire_store_bytes") is None  # no store, no figure
 
 
 def test_the_history_cache_as_the_process_keeps_it() -> None:

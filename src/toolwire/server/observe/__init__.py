@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from toolwire.config import GatewayConfig
+from toolwire.store import ResponseStore
 
 from .._exchange import ExchangeObserver
 from .._history import KnownConversations
@@ -65,17 +66,18 @@ def observability(
     requires_key: Callable[[], Awaitable[bool]] | None = None,
     environ: Mapping[str, str] | None = None,
     conversations: KnownConversations | None = None,
+    store: ResponseStore | None = None,
 ) -> Observability:
     """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
     guard the inspector's API (keys of the store do not open it: it shows everyone's
     traffic, and ``requires_key`` tells it when the store has keys); the redactor hides
     all of them, and any string shaped like a stored key. ``conversations``: the gateway's
-    kept stored conversations, which ``/metrics`` reports."""
+    kept stored conversations, and ``store`` its response store, which ``/metrics`` reports."""
     server = config.server
     environ = os.environ if environ is None else environ
     redactor = Redactor(known_secrets(config, (*client_keys, *admin_keys), environ))
     encoder = RecordEncoder(redactor)
-    metrics = MetricsObserver(conversations=conversations)
+    metrics = MetricsObserver(conversations=conversations, store=store)
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
     routes: list[BaseRoute] = [metrics.route]
     if server.capture_dir:

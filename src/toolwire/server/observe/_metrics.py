@@ -33,6 +33,9 @@ in one process, as in tests, count separately. The metrics, all prefixed ``toolw
 ``stored_conversations_caught_up_total``    counter    continuations that found theirs kept a
                                                        few responses before (another gateway
                                                        answered those), and read only those
+``store_bytes``                             gauge      the response store's records, as of
+                                                       this process's last write to it
+``store_max_bytes``                         gauge      their bound (``--store-max-bytes``)
 ==========================================  =========  ====================================
 
 The ``key_*`` metrics count the requests of callers with a client key, by the key's
@@ -78,6 +81,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolwire.protocol import KNOWN_HISTORIES, KnownHistories
+from toolwire.store import ResponseStore
 
 from .._connections import CONNECTIONS_COLLECTOR
 from .._exchange import Exchange
@@ -133,6 +137,7 @@ class MetricsObserver:
         max_label_values: int = 100,
         registry: CollectorRegistry | None = None,
         conversations: KnownConversations | None = None,
+        store: ResponseStore | None = None,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._model = BoundedLabel(max_label_values)
@@ -184,6 +189,8 @@ class MetricsObserver:
         r.register(LIMITS_TRIPPED)
         r.register(CONNECTIONS_COLLECTOR)
         r.register(_HistoryCollector(KNOWN_HISTORIES, conversations if conversations is not None else KnownConversations()))
+        if store is not None:
+            r.register(_StoreCollector(store))
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
@@ -405,3 +412,24 @@ class _HistoryCollector(Collector):
         yield CounterMetricFamily(*self._STORED_CONTINUED, value=conversations.continued)
         yield CounterMetricFamily(*self._STORED_READ, value=conversations.read)
         yield CounterMetricFamily(*self._STORED_CAUGHT_UP, value=conversations.caught_up)
+
+
+class _StoreCollector(Collector):
+    """The response store's bytes, as this process last saw them (``bytes_seen``: reading
+    a shared store at each scrape would be I/O), and their bound."""
+
+    _BYTES = ("toolwire_store_bytes", "The bytes of the stored responses' records, as of this process's last write.")
+    _MAX_BYTES = ("toolwire_store_max_bytes", "The most bytes of records the response store keeps (0: no bound).")
+
+    def __init__(self, store: ResponseStore) -> None:
+        self._store = store
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(*self._BYTES)
+        yield GaugeMetricFamily(*self._MAX_BYTES)
+
+    def collect(self) -> Iterator[Metric]:
+        seen = self._store.bytes_seen
+        if seen is not None:
+            yield GaugeMetricFamily(*self._BYTES, value=seen)
+        yield GaugeMetricFamily(*self._MAX_BYTES, value=self._store.max_bytes or 0)
