@@ -5,7 +5,12 @@ during the outage, and nothing once it is back."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 import redis
@@ -19,6 +24,8 @@ from toolwire.store._redis_server import DEFAULT_SOCKET_TIMEOUT_SECONDS
 
 from .records import exchange, texts
 from .redis_server import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_a_restart_costs_a_quick_503_during_the_outage_then_nothing(fresh_redis: RedisServer) -> None:
@@ -221,3 +228,34 @@ def test_a_failed_command_is_retried_once_a_tenth_of_a_second_later() -> None:
     retry = server.client.get_retry()
     assert retry is not None and retry.get_retries() == 1
     assert retry._backoff.compute(1) == pytest.approx(0.1)  # redis-py waits compute(failures) before a retry
+
+
+def test_a_paused_server_dies_with_a_test_process_killed_from_outside(tmp_path: Path) -> None:
+    # Mutation testing's timeout SIGKILLs a test that hangs; no teardown runs then, and a
+    # server the test had paused would stay behind, stopped, holding its port and memory.
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from tests.store.redis_server import RedisServer\n"
+        "server = RedisServer(Path(sys.argv[1]))\n"
+        "server.start()\n"
+        "server.pause()\n"
+        "print(server._process.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, timeout=60, cwd=ROOT)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    server_pid = int(killed.stdout)
+    died = wait_until(lambda: not _alive(server_pid), timeout=10)
+    if not died:
+        os.kill(server_pid, signal.SIGKILL)  # not left behind by this test either
+    assert died, f"redis-server {server_pid} outlived the test process that started it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, reaped by no one yet, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
