@@ -365,6 +365,31 @@ async def test_the_lifetime_closes_an_idle_connection_and_refuses_what_waits(ups
     }
 
 
+async def test_a_connection_ended_by_its_lifetime_ends_without_an_error(
+    upstream: ChatUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The connection's task ends as it should: its reader stopped and awaited quietly, its
+    # timer let go. An exception out of it is logged by uvicorn ("Exception in ASGI
+    # application", with its traceback) on its own logger, which does not propagate.
+    async with gateway(chat_config(upstream.base_url, ws_max_lifetime=0.3)) as gw:
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addHandler(caplog.handler)
+        try:
+            for answered_first in (False, True):  # idle, then after an answer
+                async with session(gw) as ws:
+                    if answered_first:
+                        upstream.enqueue(Text("hello"))
+                        assert (await create(ws, input="hi"))[-1]["type"] == "response.completed"
+                    with pytest.raises(ConnectionClosed) as closed:
+                        await asyncio.wait_for(ws.recv(), 30)
+                    assert closed.value.rcvd.code == 1000
+                # uvicorn's task for the connection (its ASGI call) has returned, or raised
+                assert await until(lambda: not gw.server.server_state.tasks)
+        finally:
+            uvicorn_log.removeHandler(caplog.handler)
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
 async def test_the_lifetime_ends_a_connection_at_its_time_even_when_timers_fire_early(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
