@@ -320,7 +320,7 @@ def test_requests_and_tokens_by_client_key_name() -> None:
     observer.finished(exchange("resp_2", key_name="alice", status=429, outcome="error", error="slow", error_kind="RateLimited"))
     observer.finished(exchange("resp_3", key_name="static"))
     observer.finished(exchange("resp_4", key_name="carol"))  # past the cap of names
-    observer.finished(exchange("resp_5"))  # a gateway without keys: not counted by key
+    observer.finished(exchange("resp_5", usage={"input_tokens": 2}))  # a gateway without keys: not counted by key
     found = scrape(observer)
     requests = {labels: count for (name, labels), count in found.items() if name == "toolwire_key_requests_total"}
     assert requests == {
@@ -332,6 +332,8 @@ def test_requests_and_tokens_by_client_key_name() -> None:
     tokens = {dict(labels)["kind"]: count for (name, labels), count in found.items() if name == "toolwire_key_tokens_total"}
     assert tokens == {"input": 7, "output": 3, "reasoning": 1}
     assert value(found, "toolwire_key_tokens_total", key="alice", model="m", kind="input") == 7
+    assert label_values(found, "toolwire_key_tokens_total", "key") == {"alice"}
+    assert value(found, "toolwire_tokens_total", model="m", upstream="local", kind="input") == 9
 
 
 def test_a_whole_response_is_counted_by_how_it_ended(upstream: ChatUpstream) -> None:
@@ -382,5 +384,6 @@ def test_counts_are_exact_however_exchanges_and_scrapes_interleave(
             assert isinstance(step, int)
             fields = dict(KINDS[step])
             tallied.finished(exchange(f"resp_{n}", **fields))
+            assert len(tallied._tallies) <= most_tallies  # the tallies' memory is bounded
             reference.finished(exchange(f"resp_{n}", **fields))
             scrape(reference)  # the reference adds each exchange at once
