@@ -102,7 +102,9 @@ def _die_with_parent() -> None:
 
     A test killed from outside (mutation testing's timeout, a CI job cancelled) runs no
     teardown; a server it had paused (SIGSTOP) would otherwise stay behind, stopped, for
-    good. SIGKILL ends a stopped process too. Linux only; elsewhere a no-op.
+    good. SIGKILL ends a stopped process too. Linux only; elsewhere a no-op. Linux sends it
+    when the *thread* that started the server ends: ``start`` is called from the test's
+    main thread (fixtures and the event loop's), never from a worker thread.
     """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
