@@ -489,6 +489,7 @@ def test_what_the_input_holds_is_looked_for_in_the_new_items_only() -> None:
         link = request.history()
         assert link is not None and link.own is not None and link.own.derived[("input holds", kinds)] is expected
     assert parse_request(orjson.loads(bodies[2])).input_holds(*kinds)  # no history at all
+    assert not parse_request(orjson.loads(bodies[0])).input_holds(*kinds)
 
 
 def test_what_a_known_history_holds_is_not_looked_for_again() -> None:

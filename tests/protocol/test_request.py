@@ -227,3 +227,11 @@ def test_an_item_parsed_on_its_own_is_called_item() -> None:
         "item.arguments",
         "Invalid 'item.arguments': input should be a valid string.",
     )
+
+
+def test_requests_are_equal_when_their_fields_and_extra_fields_are() -> None:
+    request = parse_request(request_with(USER))
+    assert request == parse_request(orjson.dumps(request_with(USER)))  # parsed another way
+    assert request != parse_request({**request_with(USER), "model": "other"})
+    assert request != parse_request({**request_with(USER), "x_extra": 1})
+    assert parse_request({**request_with(USER), "x_extra": 1}) != parse_request({**request_with(USER), "x_extra": 2})
