@@ -266,3 +266,24 @@ def test_any_stream_cut_anywhere_reads_the_same_on_both_paths(body: bytes, cuts:
     points = sorted({min(cut, len(body)) for cut in cuts})
     reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True) if b > a]
     assert_same_on_both_paths(reads, tools=tools)
+
+
+def test_a_reading_left_between_batches_goes_on_where_it_stopped() -> None:
+    # The second loop over the same batches continues the one reading (its decoder holds
+    # the half event the first read ended in), as the Responses backend reads a stream.
+    whole = frames_of([openai_chunk({"content": "one"}), openai_chunk({"content": "two"})])
+    cut = whole.index(b"two") - 3
+
+    async def read() -> list[list[StreamItem]]:
+        batches = SSEBatches(_Response([whole[:cut], whole[cut:]]), 5.0, parse_json_object)  # type: ignore[arg-type]
+        seen = []
+        async for batch in batches:
+            seen.append(batch)
+            break
+        seen += [batch async for batch in batches]
+        await batches.aclose()
+        return seen
+
+    read_in_two = [chunk for batch in asyncio.run(read()) for chunk in objects(batch)]
+    assert read_in_two == [chunk for batch in read_batches([whole], plain=False)[0] for chunk in objects(batch)]
+    assert [chunk["choices"][0]["delta"]["content"] for chunk in read_in_two] == ["one", "two"]
