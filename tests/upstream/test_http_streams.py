@@ -153,14 +153,26 @@ async def test_a_stalled_stream(upstream: ChatUpstream) -> None:
 
 
 @pytest.mark.parametrize("busy", [0.0, 1.2], ids=["waiting at once", "busy past the first look"])
-async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(upstream: ChatUpstream, busy: float) -> None:
+async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(
+    upstream: ChatUpstream, busy: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stream's own watch (``StallWatch``), not aiohttp's timer, ends the wait, at the
     timeout. Busy for a while after the first batch (its client slow), the reader is found
     busy by the watch's first look, one timeout after the stream began; the next look finds
-    it waiting, not long enough; the one after that ends the wait."""
+    it waiting, not long enough; the one after that ends the wait. A handful of looks in
+    all: a look set in the past would run again at once, the loop spinning while it waits."""
     upstream.enqueue(Stall(1, seconds=30))
     endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=1.0)
     loop = asyncio.get_running_loop()
+    looks_set = 0
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        nonlocal looks_set
+        looks_set += getattr(callback, "__name__", "") == "_look"
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
     try:
         async with endpoint.stream(STREAMED, parse_json_object) as batches:
             reading = aiter(batches)
@@ -175,6 +187,7 @@ async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(upstream: 
     assert isinstance(raised.value.__cause__, StreamStalled)
     # at the timeout: not one timeout after the look that found the reader busy (1.8 s)
     assert 0.95 <= waited < 1.6, waited
+    assert looks_set <= 3, looks_set
 
 
 async def test_a_reader_slower_than_the_timeout_is_no_stall(upstream: ChatUpstream) -> None:
