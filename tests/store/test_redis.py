@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.agent.processes import wait_until_stopped
 from tests.reliability.helpers import wait_until
 from toolwire.store import RedisServer as RedisServerConnection
 from toolwire.store import StoreUnavailable, open_store
@@ -246,16 +247,8 @@ def test_a_paused_server_dies_with_a_test_process_killed_from_outside(tmp_path: 
     killed = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, timeout=60, cwd=ROOT)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     server_pid = int(killed.stdout)
-    died = wait_until(lambda: not _alive(server_pid), timeout=10)
+    died = wait_until_stopped(server_pid, timeout=10)
     if not died:
         os.kill(server_pid, signal.SIGKILL)  # not left behind by this test either
     assert died, f"redis-server {server_pid} outlived the test process that started it"
 
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, reaped by no one yet, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
