@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire.cli import serve_problems, with_flags
+from toolwire.cli import with_flags
+from toolwire.cli._checks import serve_problems
 from toolwire.config import GatewayConfig, parse_config
 
 UPSTREAM = '[[upstreams]]\nname = "local"\nbase_url = "{url}"\ndefault = true\n{extra}\n'

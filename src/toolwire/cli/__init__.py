@@ -3,7 +3,11 @@
 ``serve`` (the gateway), ``agent`` (the agent runtime on a Responses endpoint),
 ``codex-config`` (Codex's configuration for the gateway), ``keys`` (the client keys of a
 shared gateway) and ``demo`` (a tool-calling exchange on the mock model, both sides shown). The work each does lives in its own
-package; ``serve_problems`` is the pure check of a configuration before serving it.
+package; ``serve_problems`` (``_checks``) is the pure check of a configuration before serving it.
+
+A command imports its work when it runs, not when the command line is read: ``toolwire
+--help``, ``codex-config`` or ``keys`` load neither the gateway nor its HTTP client (a
+test keeps it so). Only what the commands' signatures name is imported up front.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import typer
 
 from ._agent import agent_command
-from ._checks import serve_problems
 from ._codex_config import codex_config_command
 from ._demo import demo_command
 from ._keys import keys_app
@@ -25,7 +28,6 @@ __all__ = [
     "keys_app",
     "main",
     "serve",
-    "serve_problems",
     "with_flags",
 ]
 

@@ -11,30 +11,34 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from toolwire.agent import (
-    AgentLoop,
-    AgentResult,
-    Approval,
-    HttpResponsesClient,
-    Policy,
-    ProgressPrinter,
-    Sandbox,
-    TerminalApprover,
-    ToolContext,
-    builtin_router,
-)
-from toolwire.errors import ToolwireError
-from toolwire.tools import FatalRuntimeError
+if TYPE_CHECKING:
+    from toolwire.agent import AgentResult, ToolContext
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
+
+
+class SandboxFlag(StrEnum):
+    """``--sandbox``: the values of ``toolwire.agent.Sandbox``, spelt here so that reading
+    the command line does not load the agent (a test keeps the two the same)."""
+
+    READ_ONLY = "read-only"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+
+class ApprovalFlag(StrEnum):
+    """``--approval``: the values of ``toolwire.agent.Approval`` (kept the same by a test)."""
+
+    NEVER = "never"
+    ON_REQUEST = "on-request"
 
 
 def agent_command(
@@ -54,18 +58,18 @@ def agent_command(
         Path | None, typer.Option(help="Working directory of the tools (default: the current one).")
     ] = None,
     approval: Annotated[
-        Approval,
+        ApprovalFlag,
         typer.Option(
             help="never: refuse what the sandbox forbids. on-request: ask on the terminal first."
         ),
-    ] = Approval.ON_REQUEST,
+    ] = ApprovalFlag.ON_REQUEST,
     sandbox: Annotated[
-        Sandbox,
+        SandboxFlag,
         typer.Option(
             help="read-only: refuse apply_patch and any command not known to be read-only. "
             "danger-full-access: run everything (toolwire has no OS sandbox)."
         ),
-    ] = Sandbox.READ_ONLY,
+    ] = SandboxFlag.READ_ONLY,
     instructions: Annotated[
         str | None, typer.Option(help="Replace the default instructions.")
     ] = None,
@@ -76,6 +80,10 @@ def agent_command(
     max_turns: Annotated[int, typer.Option(min=1, help="Model requests, at most.")] = 50,
 ) -> None:
     """Run an agent until the model answers without tool calls; print the answer."""
+    from toolwire.agent import Approval, Policy, Sandbox, TerminalApprover, ToolContext
+    from toolwire.errors import ToolwireError
+    from toolwire.tools import FatalRuntimeError
+
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
@@ -84,7 +92,7 @@ def agent_command(
     workdir = (cwd or Path.cwd()).resolve()
     if not workdir.is_dir():
         _fail(f"--cwd {workdir} is not a directory.", EXIT_USAGE)
-    policy = Policy(sandbox=sandbox, approval=approval, approver=TerminalApprover())
+    policy = Policy(sandbox=Sandbox(sandbox), approval=Approval(approval), approver=TerminalApprover())
     run = _run(
         prompt,
         base_url=base_url,
@@ -123,6 +131,8 @@ async def _run(
     max_parallel: int,
     max_turns: int,
 ) -> AgentResult:
+    from toolwire.agent import AgentLoop, HttpResponsesClient, ProgressPrinter, builtin_router
+
     async with HttpResponsesClient(base_url, api_key=api_key) as client:
         loop = AgentLoop(
             client,
@@ -138,10 +148,10 @@ async def _run(
             return await loop.run(prompt)
 
 
-def default_instructions(cwd: Path, sandbox: Sandbox) -> str:
+def default_instructions(cwd: Path, sandbox: SandboxFlag) -> str:
     rules = (
         "The sandbox is read-only: apply_patch and commands that may write are refused unless the user allows them."
-        if sandbox is Sandbox.READ_ONLY
+        if sandbox is SandboxFlag.READ_ONLY
         else "You may read and write files and run any command."
     )
     return (

@@ -10,9 +10,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from toolwire.demo import render_turn, run_demo
 
 
 def demo_command(
@@ -29,6 +26,10 @@ def demo_command(
             "error: the demo drives the gateway with the openai SDK: pip install openai", err=True
         )
         raise typer.Exit(2) from None
+    from rich.console import Console
+
+    from toolwire.demo import render_turn, run_demo
+
     turns = asyncio.run(run_demo())
     console = Console(width=width or (None if sys.stdout.isatty() else 140))
     console.print(

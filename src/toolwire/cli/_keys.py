@@ -13,24 +13,13 @@ import asyncio
 import datetime
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
-from pydantic import ValidationError
 
-from toolwire.config import ConfigError, load_config
-from toolwire.errors import ToolwireError
-from toolwire.keys import (
-    KeySpec,
-    KeyStore,
-    create_key,
-    list_keys,
-    open_key_store,
-    revoke_key,
-    usage_report,
-)
-from toolwire.store import DEFAULT_STORE_URL
+if TYPE_CHECKING:
+    from toolwire.keys import KeyStore
 
 T = TypeVar("T")
 
@@ -74,6 +63,10 @@ def create_command(
     config: ConfigOption = None,
 ) -> None:
     """Create a key and print it once, alone on the last line."""
+    from pydantic import ValidationError
+
+    from toolwire.keys import KeySpec, create_key
+
     try:
         spec = KeySpec(
             name=name,
@@ -96,6 +89,8 @@ def create_command(
 @keys_app.command("list")
 def list_command(store: StoreOption = None, config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """List every key: name, visible prefix, status, models and limits."""
+    from toolwire.keys import list_keys
+
     keys = _run(store, config, list_keys)
     if json_output:
         typer.echo(orjson.dumps(keys, option=orjson.OPT_INDENT_2).decode())
@@ -114,6 +109,8 @@ def revoke_command(
     config: ConfigOption = None,
 ) -> None:
     """Revoke the active key of that name: every gateway refuses it from now on."""
+    from toolwire.keys import revoke_key
+
     revoked = _run(store, config, lambda keys: revoke_key(keys, name))
     typer.echo(f"Revoked the key '{revoked.name}' ({revoked.prefix}).")
 
@@ -126,6 +123,8 @@ def usage_command(
     json_output: JsonOption = False,
 ) -> None:
     """Requests, input, output and cached tokens and last use, per key and model."""
+    from toolwire.keys import usage_report
+
     rows = _run(store, config, lambda keys: usage_report(keys, name))
     if json_output:
         typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
@@ -151,14 +150,21 @@ def store_url(store: str | None, config: Path | None) -> str:
     if store is not None:
         return store
     if config is not None:
+        from toolwire.config import ConfigError, load_config
+
         try:
             return load_config(config).server.store
         except ConfigError as exc:
             _fail_usage(str(exc))
+    from toolwire.store import DEFAULT_STORE_URL
+
     return DEFAULT_STORE_URL
 
 
 def _run(store: str | None, config: Path | None, action: Callable[[KeyStore], Awaitable[T]]) -> T:
+    from toolwire.errors import ToolwireError
+    from toolwire.keys import open_key_store
+
     url = store_url(store, config)
     if url == "none":
         _fail_usage("the gateway keeps no store (store = 'none'): keys need sqlite:// or redis://")

@@ -12,20 +12,12 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from pydantic import ValidationError
 
-from toolwire.config import (
-    ConfigError,
-    GatewayConfig,
-    ServerConfig,
-    load_config,
-    upstream_from_flag,
-)
-
-from ._checks import serve_problems
+if TYPE_CHECKING:
+    from toolwire.config import GatewayConfig, ServerConfig
 
 
 class LogLevel(enum.StrEnum):
@@ -150,11 +142,15 @@ def serve(
 ) -> None:
     """Serve the Responses API in front of Chat Completions, Responses or other backends."""
     import uvicorn
+    from pydantic import ValidationError
 
+    from toolwire.config import ConfigError, GatewayConfig, load_config
     from toolwire.server._capacity import capacity, raise_open_files_limit
     from toolwire.server._factory import MODEL_OVERRIDE_ENV
     from toolwire.server._settings import CONFIG_ENV
     from toolwire.server._workers import configure_logging, reuse_port_supported, run_workers
+
+    from ._checks import serve_problems
 
     try:
         file_config = load_config(config) if config is not None else GatewayConfig()
@@ -271,6 +267,8 @@ def with_flags(
 ) -> GatewayConfig:
     """``config`` with the ``[server]`` settings the flags set (None: not set) laid over it,
     and ``--upstream`` as its default upstream. Raises ``ValidationError`` or ``ValueError``."""
+    from toolwire.config import GatewayConfig, ServerConfig, upstream_from_flag
+
     server = ServerConfig.model_validate(
         {**config.server.model_dump(), **{key: value for key, value in overrides.items() if value is not None}}
     )
