@@ -21,6 +21,15 @@ from ._base import ItemDict, StoredResponse, conversation_of, decode_record, enc
 class EncodedStore(ABC):
     """A ``ResponseStore`` over a store of encoded records."""
 
+    _bytes_seen: int | None = None
+    """What ``bytes_seen`` answers: a store that learns its byte total from its writes and
+    deletes keeps it here."""
+
+    @property
+    def bytes_seen(self) -> int | None:
+        """The store's byte total as this process last saw it (``ResponseStore.bytes_seen``)."""
+        return self._bytes_seen
+
     async def put(self, record: StoredResponse) -> None:
         """Store ``record`` (it counts as just used)."""
         await self._put_encoded(record.id, record.previous_response_id, encode_record(record))

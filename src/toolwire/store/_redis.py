@@ -189,7 +189,6 @@ class RedisResponseStore(EncodedStore):
         self._bytes = f"{key_prefix}response-bytes"
         self._put_script = self._server.script(_PUT)
         self._delete_script = self._server.script(_DELETE)
-        self._bytes_seen: int | None = None
         self._chain_script = self._server.script(_CHAIN)
 
     def __repr__(self) -> str:
@@ -221,10 +220,6 @@ class RedisResponseStore(EncodedStore):
             )
         )
         return bool(deleted)
-
-    @property
-    def bytes_seen(self) -> int | None:
-        return self._bytes_seen
 
     async def stored_bytes(self) -> int:
         """The bytes of the records the store counts (those of every id in its index)."""

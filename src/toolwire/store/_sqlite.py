@@ -142,7 +142,6 @@ class SQLiteResponseStore(EncodedStore):
         self.max_bytes = max_bytes
         self._clock = clock
         self._file = SQLiteFile(self.path, _SCHEMA, what="response store", prepare=_count_bytes)
-        self._bytes_seen: int | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
@@ -214,10 +213,6 @@ class SQLiteResponseStore(EncodedStore):
     async def stored_bytes(self) -> int:
         """The bytes of the records in the file, as its count keeps them."""
         return await self._file.run(stored_bytes)
-
-    @property
-    def bytes_seen(self) -> int | None:
-        return self._bytes_seen
 
     async def aclose(self) -> None:
         await self._file.aclose()
