@@ -38,7 +38,6 @@ import asyncio
 import ssl
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -46,7 +45,7 @@ from typing import Any, Literal, TypeAlias
 import orjson
 from aiohttp import web
 
-from tests.support.threaded_server import Recorded, ThreadedServer
+from tests.support.threaded_server import Recorded, ScriptedServer
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -445,7 +444,7 @@ class _NoScriptedReply(Exception):
 # --------------------------------------------------------------------------- server
 
 
-class ChatUpstream(ThreadedServer):
+class ChatUpstream(ScriptedServer[Reply, RecordedRequest, Disconnect]):
     """The scripted upstream. Start it (or use it as a context manager), then script it.
 
     `style`, `reasoning_field`, `fragment_size` and `responder` may be changed at any
@@ -464,37 +463,15 @@ class ChatUpstream(ThreadedServer):
     ) -> None:
         if fragment_size < 1:
             raise ValueError("fragment_size must be at least 1")
-        super().__init__(port=port, handler_cancellation=True, ssl_context=ssl_context)
+        super().__init__(port=port, ssl_context=ssl_context)
         self.style: Style = style
         self.reasoning_field: ReasoningField | None = reasoning_field
         """None: ``reasoning_content`` for openai style, ``reasoning`` for ollama."""
         self.fragment_size = fragment_size
         self.models = tuple(models)
-        self.responder: Responder | None = None
-        self._lock = threading.Lock()
-        self._queue: deque[Reply] = deque()
-        self._requests = Recorded[RecordedRequest]("request")
-        self._disconnects = Recorded[Disconnect]("client disconnect noticed")
         self._ended = Recorded[int]("response body written to its end")
-        self._handlers: set[asyncio.Task[Any]] = set()
 
     # ----------------------------------------------------------------- script & records
-
-    def enqueue(self, *replies: Reply) -> None:
-        """Append replies; each chat request consumes the oldest one."""
-        with self._lock:
-            self._queue.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        """How many queued replies are still unused."""
-        with self._lock:
-            return len(self._queue)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """A snapshot of every request received so far, in arrival order."""
-        return self._requests.snapshot()
 
     @property
     def chat_requests(self) -> list[Any]:
@@ -502,28 +479,14 @@ class ChatUpstream(ThreadedServer):
         return [r.json for r in self.requests if r.path == "/v1/chat/completions"]
 
     @property
-    def disconnects(self) -> list[Disconnect]:
-        """A snapshot of the clients that went away mid-stream."""
-        return self._disconnects.snapshot()
-
-    @property
     def ended(self) -> list[int]:
         """The indices (into `requests`) of the streamed or raw answers whose body was
         written to its end, in the order they ended."""
         return self._ended.snapshot()
 
-    def wait_for_disconnect(self, timeout: float = 2.0) -> Disconnect:
-        """Block until a disconnect has been recorded; return the first one."""
-        return self._disconnects.wait_for_first(timeout)
-
     def reset(self) -> None:
-        """Forget queued replies, the responder and everything recorded."""
-        with self._lock:
-            self._queue.clear()
-        self._requests.clear()
-        self._disconnects.clear()
+        super().reset()
         self._ended.clear()
-        self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -538,11 +501,6 @@ class ChatUpstream(ThreadedServer):
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._unknown_route)
         return app
-
-    async def _on_stop(self) -> None:
-        """Cancel the running chat handlers, so that `stop` never waits for a stalled one."""
-        for task in list(self._handlers):
-            task.cancel()
 
     # ----------------------------------------------------------------- handlers
 
@@ -561,22 +519,19 @@ class ChatUpstream(ThreadedServer):
         )
         return self._requests.append(recorded), parsed
 
-    def _next_reply(self, request_json: Any, index: int) -> Reply:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        responder = self.responder
-        if responder is None:
-            raise _NoScriptedReply(
-                f"ChatUpstream script ran out: no queued reply and no responder for "
-                f"request #{index} (POST /v1/chat/completions)"
-            )
+    def _scripted_reply(self, request_json: Any, index: int) -> Reply:
         try:
-            return responder(request_json)
+            reply = self._next_reply(request_json)
         except Exception as exc:
             raise _NoScriptedReply(
                 f"ChatUpstream responder raised on request #{index}: {exc!r}"
             ) from exc
+        if reply is None:
+            raise _NoScriptedReply(
+                f"ChatUpstream script ran out: no queued reply and no responder for "
+                f"request #{index} (POST /v1/chat/completions)"
+            )
+        return reply
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         self._record(request, await request.read())
@@ -592,13 +547,7 @@ class ChatUpstream(ThreadedServer):
         return _json_response(404, _error_body(message, "not_found_error"))
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
-        try:
-            return await self._answer(request)
-        finally:
-            self._handlers.discard(task)
+        return await self._cancelled_on_stop(self._answer(request))
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -607,7 +556,7 @@ class ChatUpstream(ThreadedServer):
             message = "ChatUpstream: request body is not a JSON object"
             return _json_response(400, _error_body(message, "invalid_request_error"))
         try:
-            reply = self._next_reply(request_json, index)
+            reply = self._scripted_reply(request_json, index)
         except _NoScriptedReply as exc:
             return _json_response(500, _error_body(str(exc), "scripted_upstream_error"))
 

@@ -37,9 +37,7 @@ import asyncio
 import hashlib
 import hmac
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -47,7 +45,7 @@ from typing import Any, Literal, TypeAlias
 import orjson
 from aiohttp import web
 
-from tests.support.threaded_server import Recorded, ThreadedServer
+from tests.support.threaded_server import ScriptedServer
 
 JSON = dict[str, Any]
 _SECRET = b"scripted-messages-upstream"
@@ -491,57 +489,27 @@ def error_body(error_type: str, message: str) -> JSON:
 # --------------------------------------------------------------------------- server
 
 
-class MessagesUpstream(ThreadedServer):
+class MessagesUpstream(ScriptedServer[Reply, RecordedRequest, int]):
     """The scripted Messages API. ``base_url`` is the API root (``http://127.0.0.1:PORT``)."""
 
     def __init__(self, *, auth: Literal["x-api-key", "bearer"] = "x-api-key", fragment_size: int = 5) -> None:
-        super().__init__(handler_cancellation=True)
+        super().__init__()
         self.auth = auth
         self.fragment_size = fragment_size
-        self.responder: Responder | None = None
-        self._lock = threading.Lock()
-        self._queue: deque[Reply] = deque()
-        self._requests = Recorded[RecordedRequest]("request")
-        self._disconnects = Recorded[int]("client disconnect noticed")
         self._cached_prefixes: set[str] = set()
-        self._handlers: set[asyncio.Task[Any]] = set()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self._requests.snapshot()
 
     @property
     def message_requests(self) -> list[Any]:
         """The JSON bodies of the ``POST /v1/messages`` requests, in order."""
         return [r.json for r in self.requests if r.path == "/v1/messages"]
 
-    @property
-    def disconnects(self) -> list[int]:
-        return self._disconnects.snapshot()
-
-    def wait_for_disconnect(self, timeout: float = 5.0) -> int:
-        return self._disconnects.wait_for_first(timeout)
-
     def reset(self) -> None:
-        with self._lock:
-            self._queue.clear()
-        self._requests.clear()
-        self._disconnects.clear()
+        super().reset()
         self._cached_prefixes.clear()
-        self.responder = None
         self.auth = "x-api-key"
 
     def _make_app(self) -> web.Application:
@@ -550,21 +518,11 @@ class MessagesUpstream(ThreadedServer):
         app.router.add_get("/v1/models", self._models)
         return app
 
-    async def _on_stop(self) -> None:
-        for task in list(self._handlers):
-            task.cancel()
-
     async def _models(self, request: web.Request) -> web.StreamResponse:
         return web.json_response({"data": [{"type": "model", "id": "claude-scripted"}], "has_more": False})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
-        try:
-            return await self._answer(request)
-        finally:
-            self._handlers.discard(task)
+        return await self._cancelled_on_stop(self._answer(request))
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -577,7 +535,7 @@ class MessagesUpstream(ThreadedServer):
         violations = rule_violations(body, headers, auth=self.auth)
         if violations:
             return _json(400, error_body("invalid_request_error", "; ".join(violations)))
-        reply = self._next_reply(body, index)
+        reply = self._next_reply(body)
         if reply is None:
             return _json(500, error_body("api_error", f"MessagesUpstream script ran out at request #{index}"))
         if isinstance(reply, HttpError):
@@ -609,12 +567,6 @@ class MessagesUpstream(ThreadedServer):
             case Stall(after_events=after, seconds=seconds):
                 return await self._write(request, index, lines[:after], pause=seconds, rest=lines[after:])
         return await self._write(request, index, lines)
-
-    def _next_reply(self, body: Any, index: int) -> Reply | None:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        return self.responder(body) if self.responder is not None else None
 
     def _usage(self, body: JSON) -> JSON:
         """Input tokens, billed as a prompt cache would: the cached prefix (tools and system,

@@ -30,8 +30,6 @@ fragments. The builders are pure functions.
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -39,7 +37,7 @@ from typing import Any, Literal, TypeAlias
 import orjson
 from aiohttp import web
 
-from tests.support.threaded_server import Recorded, ThreadedServer
+from tests.support.threaded_server import ScriptedServer
 from toolwire.agent import ScriptedResponse, response_stream
 
 __all__ = [
@@ -315,27 +313,14 @@ def _terminal_response(events: Sequence[JSON]) -> JSON | None:
 # --------------------------------------------------------------------------- server
 
 
-class ResponsesUpstream(ThreadedServer):
+class ResponsesUpstream(ScriptedServer[Reply, RecordedRequest, int]):
     """The scripted server. Start it (or use it as a context manager), then script it."""
 
     def __init__(self, models: Sequence[str] = ("upstream-model",)) -> None:
-        super().__init__(handler_cancellation=True)
+        super().__init__()
         self.models = tuple(models)
-        self.responder: Responder | None = None
-        self._lock = threading.Lock()
-        self._queue: deque[Reply] = deque()
-        self._requests = Recorded[RecordedRequest]("request")
-        self._disconnects = Recorded[int]("client disconnect")
 
     # ----------------------------------------------------------------- script & records
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self._requests.snapshot()
 
     @property
     def bodies(self) -> list[Any]:
@@ -346,22 +331,6 @@ class ResponsesUpstream(ThreadedServer):
     def compact_bodies(self) -> list[Any]:
         """The JSON bodies of the ``POST /v1/responses/compact`` requests."""
         return [r.json for r in self.requests if r.path == "/v1/responses/compact"]
-
-    @property
-    def disconnects(self) -> list[int]:
-        """The indexes in ``requests`` of the streams whose client went away mid-stream."""
-        return self._disconnects.snapshot()
-
-    def wait_for_disconnect(self, timeout: float = 5.0) -> int:
-        """Block until a client has gone away mid-stream; return the first one's index."""
-        return self._disconnects.wait_for_first(timeout)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._queue.clear()
-        self._requests.clear()
-        self._disconnects.clear()
-        self.responder = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -387,12 +356,6 @@ class ResponsesUpstream(ThreadedServer):
         headers = {name.lower(): value for name, value in request.headers.items()}
         recorded = RecordedRequest(request.method, request.path, headers, parsed)
         return self._requests.append(recorded), parsed
-
-    def _next_reply(self, body: Any) -> Reply | None:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        return self.responder(body) if self.responder is not None else None
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         self._record(request, await request.read())

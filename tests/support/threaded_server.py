@@ -8,6 +8,11 @@ reach it. A subclass may do more in that loop once the server listens (`_on_star
 before its connections are closed (`_on_stop`). `_noticing_disconnect` wraps the writing
 of a stream and reports a client that went away before the stream was over.
 
+`ScriptedServer` is what the scripted upstreams (`ChatUpstream`, `MessagesUpstream`,
+`ResponsesUpstream`) add to it: replies queued by the test and taken oldest first (else
+made by a `responder`), every request and every client that went away recorded, and the
+handlers of their main route cancelled on `stop`, so that it never waits for a stalled one.
+
 `Recorded` is the thread-safe list the handlers append to (requests, disconnects) and a
 test reads, or waits on for its first entry.
 """
@@ -18,16 +23,20 @@ import asyncio
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 from aiohttp import web
 
-__all__ = ["Recorded", "ThreadedServer"]
+__all__ = ["Recorded", "ScriptedServer", "ThreadedServer"]
 
 T = TypeVar("T")
+ReplyT = TypeVar("ReplyT")
+RequestT = TypeVar("RequestT")
+DisconnectT = TypeVar("DisconnectT")
 
 
 class Recorded(Generic[T]):
@@ -200,3 +209,75 @@ class ThreadedServer:
         loop.close()
         self._loop = self._thread = None
         self._port = None
+
+
+class ScriptedServer(ThreadedServer, Generic[ReplyT, RequestT, DisconnectT]):
+    """A `ThreadedServer` that answers from a script and records what it was sent.
+
+    `responder` (the request's parsed body in, a reply out) may be set or changed at any
+    time; it is asked only when no queued reply is left.
+    """
+
+    def __init__(self, *, port: int = 0, ssl_context: ssl.SSLContext | None = None) -> None:
+        super().__init__(port=port, handler_cancellation=True, ssl_context=ssl_context)
+        self.responder: Callable[[Any], ReplyT] | None = None
+        self._lock = threading.Lock()
+        self._queue: deque[ReplyT] = deque()
+        self._requests = Recorded[RequestT]("request")
+        self._disconnects = Recorded[DisconnectT]("client disconnect noticed")
+        self._handlers: set[asyncio.Task[Any]] = set()
+
+    def enqueue(self, *replies: ReplyT) -> None:
+        """Append replies; each request of the main route takes the oldest one."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies are still unused."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RequestT]:
+        """A snapshot of every request received so far, in arrival order."""
+        return self._requests.snapshot()
+
+    @property
+    def disconnects(self) -> list[DisconnectT]:
+        """A snapshot of the clients that went away before their answer was over."""
+        return self._disconnects.snapshot()
+
+    def wait_for_disconnect(self, timeout: float = 5.0) -> DisconnectT:
+        """Block until a client has gone away mid-answer; return the first one noticed."""
+        return self._disconnects.wait_for_first(timeout)
+
+    def reset(self) -> None:
+        """Forget queued replies, the responder and everything recorded."""
+        with self._lock:
+            self._queue.clear()
+        self._requests.clear()
+        self._disconnects.clear()
+        self.responder = None
+
+    def _next_reply(self, body: Any) -> ReplyT | None:
+        """The oldest queued reply, else the responder's for ``body``, else None (the
+        responder's exception, if it raises)."""
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(body) if self.responder is not None else None
+
+    async def _cancelled_on_stop(self, answer: Awaitable[web.StreamResponse]) -> web.StreamResponse:
+        """Run a handler's ``answer`` so that `stop` cancels it if it is still running."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        try:
+            return await answer
+        finally:
+            self._handlers.discard(task)
+
+    async def _on_stop(self) -> None:
+        for task in list(self._handlers):
+            task.cancel()
