@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from openai import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 
@@ -304,3 +305,45 @@ def test_plain_chunks_are_read_one_by_one() -> None:
     expected, _ = restore(TERRA, events, finish=False)
     restorer = ResponsesStreamRestorer(downgrade(TERRA, V1_ONLY), response_id="resp_gateway", created_at=1, model=TERRA["model"])
     assert restorer.feed(PlainChunks("", b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events))) == expected
+
+
+def test_a_namespace_that_is_not_a_string_is_ignored() -> None:
+    """A backend that writes something else than a string in ``namespace`` is read as
+    having named none: its call of the flattened name is still the declared tool's."""
+    item = {**function_call("collaboration__list_agents", "{}", "call_1"), "namespace": 7}
+    events, restorer = restore(TERRA, list(answer([item]).events))
+    (call,) = verify(events, TERRA)["output"]
+    assert (call["type"], call["namespace"], call["name"]) == ("function_call", "collaboration", "list_agents")
+    assert restorer.conversions == ["namespace collaboration restored"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "conversions"),
+    [("", []), ("not json", []), ("[1, 2]", ["tool arguments replaced with {}"])],
+)
+def test_a_tool_search_call_without_usable_arguments_searches_with_none(arguments: str, conversions: list[str]) -> None:
+    body = fixture("gpt-5.5", 1)
+    events, restorer = restore(body, list(answer([function_call("tool_search", arguments, "call_5")]).events))
+    (call,) = verify(events, body)["output"]
+    assert (call["type"], call["arguments"]) == ("tool_search_call", {})
+    assert [c for c in restorer.conversions if c != "tool_search call restored"] == conversions
+
+
+def test_each_restored_call_keeps_its_own_item_even_when_the_backend_reuses_an_output_index() -> None:
+    """A partial Responses server that numbers every item 0: each custom call's input
+    events still name its own item, not the one done before it at the same index."""
+    calls = [
+        function_call("functions__exec", json.dumps({"input": f"text('{n}');\n"}), f"call_{n}", item_id=f"fc_{n}")
+        for n in (1, 2)
+    ]
+    events = [
+        {**event, "output_index": 0} if "output_index" in event else event for event in answer(calls).events
+    ]
+    restored, _ = restore(TERRA, events)
+    inputs = [
+        (event["item_id"], event["input"])
+        for event in restored
+        if event["type"] == "response.custom_tool_call_input.done"
+    ]
+    assert inputs == [("ctc_1", "text('1');\n"), ("ctc_2", "text('2');\n")]
+
