@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -146,15 +147,28 @@ async def test_a_body_held_open_after_its_end_marker_is_let_go(closing: list[Htt
 async def test_a_connect_that_hangs_times_out_and_is_retried() -> None:
     """A listening socket that accepts nothing: once its queue is full, a new connection
     hangs in the handshake (the kernel drops the SYN), as an unreachable host does."""
+    retry = CountedRetries(attempts=2)
     with hanging_port() as port:
         url = f"http://127.0.0.1:{port}/v1"
-        hung = HttpEndpoint(url, "/x", connect_timeout=0.3, retry=RetryPolicy(attempts=2, backoff_seconds=0.0))
+        hung = HttpEndpoint(url, "/x", connect_timeout=0.3, retry=retry)
         try:
             error = await asyncio.wait_for(failure(hung.post_for_json(BODY)), 30)
         finally:
             await hung.aclose()
     assert (error.status, error.code) == (502, "upstream_unreachable")
     assert error.message.startswith(f"Cannot reach the upstream at {url}: ") and error.__cause__ is not None
+    assert retry.waits == [0]  # one wait, before the second attempt
+
+
+@dataclass(frozen=True)
+class CountedRetries(RetryPolicy):
+    """Retries without waiting, each wait noted (the attempt it follows)."""
+
+    waits: list[int] = field(default_factory=list)
+
+    def delay(self, attempt: int) -> float:
+        self.waits.append(attempt)
+        return 0.0
 
 
 async def test_a_readiness_check_that_gets_no_answer_gives_up(closing: list[HttpEndpoint]) -> None:

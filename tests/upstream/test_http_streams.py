@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -269,3 +270,35 @@ async def test_leaving_a_stream_early_closes_its_connection(endpoint: HttpEndpoi
             break
     assert not batches.ended_cleanly
     await asyncio.to_thread(upstream.wait_for_disconnect, 10)
+
+
+async def test_a_stream_is_opened_once(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    """Its body is let go once the answer has begun: opening it again would send nothing."""
+    upstream.enqueue(Text("once"))
+    stream = endpoint.stream(STREAMED, parse_json_object)
+    async with stream as batches:
+        assert [batch async for batch in batches]
+    with pytest.raises(RuntimeError, match=r"^an upstream stream is opened once$"):
+        await stream.__aenter__()
+    assert len(upstream.requests) == 1
+
+
+async def test_the_connections_to_an_upstream_are_bounded(upstream: ChatUpstream) -> None:
+    """``max_connections``: a request past the bound waits for a connection to come free
+    instead of opening one more."""
+    release = threading.Event()
+    upstream.enqueue(Stall(after_chunks=1, seconds=30.0, release=release), Text("second"))
+    one = HttpEndpoint(upstream.base_url, "/chat/completions", max_connections=1, timeout=30)
+    try:
+        async with one.stream(STREAMED, parse_json_object) as first:
+            await anext(aiter(first))  # the first answer has begun: its connection is busy
+            second = asyncio.create_task(read_all(one))
+            await asyncio.sleep(0.5)
+            assert len(upstream.chat_requests) == 1 and not second.done()
+            release.set()
+            assert [batch async for batch in first]
+        batches, clean = await asyncio.wait_for(second, 30)
+    finally:
+        release.set()
+        await one.aclose()
+    assert clean and batches and len(upstream.chat_requests) == 2
