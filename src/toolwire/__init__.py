@@ -1,4 +1,4 @@
-"""toolwire: the OpenAI Responses API in front of any Chat Completions backend.
+"""toolwire: the OpenAI Responses API in front of Chat Completions, Responses and Anthropic Messages backends.
 
 The package is a sans-I/O core (``toolwire.protocol``, ``toolwire.tools``,
 ``toolwire.translate``) wrapped in a thin I/O shell (``toolwire.server``,

@@ -45,7 +45,7 @@ def loaded_by(*arguments: str) -> list[str]:
     return loaded
 
 
-@pytest.mark.parametrize("command", [["--help"], ["serve", "--help"], ["agent", "--help"], ["keys", "--help"]])
+@pytest.mark.parametrize("command", [["--help"], ["--version"], ["serve", "--help"], ["agent", "--help"], ["keys", "--help"]])
 def test_help_loads_none_of_the_gateway(command: list[str]) -> None:
     assert loaded_by(*command) == []
 

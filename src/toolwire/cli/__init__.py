@@ -12,7 +12,11 @@ test keeps it so). Only what the commands' signatures name is imported up front.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+import toolwire
 
 from ._agent import agent_command
 from ._codex_config import codex_config_command
@@ -31,16 +35,27 @@ __all__ = [
     "with_flags",
 ]
 
-app = typer.Typer(
-    help="toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend.",
-    no_args_is_help=True,
-    add_completion=False,
+ABOUT = (
+    "toolwire: the Responses API (Codex, openai SDK) in front of Chat Completions, "
+    "Responses and Anthropic Messages backends."
 )
 
+app = typer.Typer(help=ABOUT, no_args_is_help=True, add_completion=False)
 
-@app.callback()
-def _commands() -> None:
-    """toolwire: the Responses API (Codex, openai SDK) in front of any Chat Completions backend."""
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"toolwire {toolwire.__version__}")
+        raise typer.Exit()
+
+
+@app.callback(help=ABOUT)
+def _commands(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    pass
 
 
 app.command("serve")(serve)
