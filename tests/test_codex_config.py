@@ -30,8 +30,10 @@ from toolwire.codex_config import (
     CodexModel,
     CodexSetup,
     build_catalog,
+    default_codex_home,
     merge_catalogs,
     model_entry,
+    models_of,
     normalize_base_url,
     render_config,
     update_config,
@@ -468,3 +470,44 @@ def test_a_codex_home_is_made_with_its_parents_and_a_readable_catalog(tmp_path: 
     written = catalog_path.read_text(encoding="utf-8")
     assert '"slug": "qwen3-café"' in written  # as written, not \u-escaped
     assert written.startswith('{\n  "models": [\n    {\n      "slug"')  # indented by two
+
+
+def test_every_entry_says_which_gateway_serves_it() -> None:
+    catalog = build_catalog(CodexSetup(base_url="http://10.0.0.7:9000/v1", models=(CodexModel("a"), CodexModel("b"))))
+    assert {m["description"] for m in catalog["models"]} == {"Served by toolwire at http://10.0.0.7:9000/v1"}
+
+
+def test_a_provider_id_of_any_plain_word_is_taken() -> None:
+    for provider_id in ("Xtoolwire", "my-gateway_2", "LAB"):
+        assert setup_for(CodexModel("a"), provider_id=provider_id).provider_id == provider_id
+
+
+def test_each_model_once_in_the_order_first_named() -> None:
+    models = models_of(["b", "a", "b", "", "a", "c"], context_window=64_000, reasoning=False, tool_search=False)
+    assert [model.name for model in models] == ["b", "a", "c"]
+
+
+def test_the_default_codex_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_codex_home() == tmp_path / ".codex"
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
+    assert default_codex_home() == tmp_path / "elsewhere"
+
+
+def test_rewriting_keeps_each_file_s_permissions(tmp_path: Path) -> None:
+    """A config.toml kept private (it may name keys' variables, or hold a token) stays so."""
+    config = tmp_path / "config.toml"
+    config.write_text(USER_CONFIG)
+    config.chmod(0o600)
+    _, catalog = write_codex_home(tmp_path, setup_for(CodexModel("m")))
+    catalog.chmod(0o640)
+    write_codex_home(tmp_path, setup_for(CodexModel("m")))
+    assert (config.stat().st_mode & 0o777, catalog.stat().st_mode & 0o777) == (0o600, 0o640)
+
+
+def test_a_write_that_fails_leaves_no_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / CATALOG_FILE_NAME).mkdir()  # the catalog cannot replace a directory
+    with pytest.raises(OSError):
+        write_codex_home(tmp_path, setup_for(CodexModel("m")))
+    assert sorted(path.name for path in tmp_path.iterdir()) == [CATALOG_FILE_NAME]
