@@ -144,6 +144,13 @@ def test_a_bare_or_undeclared_tool_name() -> None:
     assert unknown["type"] == "function_call" and unknown["name"] == "no_such_tool" and "namespace" not in unknown
 
 
+def test_a_tool_use_with_an_empty_name_is_a_call_of_unnamed_tool() -> None:
+    """A function call needs a name to be answered (the client replies "unsupported call")."""
+    _, response = run(events_of(Answer([Use("", {"a": 1})])))
+    (call,) = response["output"]
+    assert (call["type"], call["name"], call["arguments"]) == ("function_call", "unnamed_tool", '{"a":1}')
+
+
 def test_a_strict_tools_broken_input_is_repaired() -> None:
     _, response = run(events_of(Answer([Use("get_weather", '{"city": "Paris"')])), tools=[STRICT_TOOL])
     assert orjson.loads(response["output"][0]["arguments"]) == {"city": "Paris"}
