@@ -3,7 +3,7 @@ limit (counted by name) and Retry-After of a rate limit. Each names the key by i
 
 from __future__ import annotations
 
-from toolwire.keys import ModelNotAllowed, QuotaExceeded, RateLimited
+from toolwire.keys import KeyNameTaken, KeyNotFound, ModelNotAllowed, QuotaExceeded, RateLimited
 
 
 def test_a_model_the_key_may_not_use() -> None:
@@ -34,3 +34,19 @@ def test_a_spent_budget() -> None:
         "message": "The key 'alice' has used its budget of 5000 tokens (budget_tokens); ask for a key with a new budget.",
         "type": "insufficient_quota", "param": None, "code": "insufficient_quota",
     }}  # fmt: skip
+
+
+def test_what_the_admin_api_is_told_about_names() -> None:
+    """``POST /admin/keys`` with a name in use, and ``DELETE /admin/keys/NAME`` of none."""
+    taken = KeyNameTaken("alice")
+    assert taken.status == 409
+    assert taken.to_body() == {"error": {
+        "message": "A key named 'alice' is already active; revoke it first or choose another name.",
+        "type": "invalid_request_error", "param": "name", "code": "key_name_taken",
+    }}  # fmt: skip
+    missing = KeyNotFound("bob")
+    assert missing.status == 404
+    assert missing.to_body() == {"error": {
+        "message": "No active key is named 'bob'.", "type": "not_found_error", "param": "name", "code": "key_not_found",
+    }}  # fmt: skip
+    assert KeyNotFound("bob", active=False).message == "No key is named 'bob'."

@@ -63,7 +63,7 @@ async def test_keys_are_kept_found_listed_and_revoked(key_store: KeyStore, clock
 async def test_a_name_is_taken_until_its_key_is_revoked(key_store: KeyStore) -> None:
     first = make_key("alice")
     await key_store.create(first)
-    with pytest.raises(KeyNameTaken):
+    with pytest.raises(KeyNameTaken, match=r"^A key named 'alice' is already active;"):
         await key_store.create(make_key("alice"))
     await key_store.revoke("alice")
     second = make_key("alice")
@@ -75,8 +75,9 @@ async def test_a_name_is_taken_until_its_key_is_revoked(key_store: KeyStore) -> 
 async def test_a_taken_id_is_refused(key_store: KeyStore) -> None:
     first = make_key("alice")
     await key_store.create(first)
-    with pytest.raises(KeyIdTaken):
+    with pytest.raises(KeyIdTaken) as taken:
         await key_store.create(replace(make_key("bob"), id=first.id))
+    assert taken.value.args == (first.id,)
 
 
 async def test_requests_per_minute_refill_over_time(key_store: KeyStore, clock: Clock) -> None:
