@@ -129,6 +129,16 @@ async def test_a_lease_expires_unless_renewed(key_store: KeyStore, clock: Clock)
     assert isinstance(await key_store.admit(key, "other"), Admitted)  # its gateway died: expired
 
 
+async def test_a_lease_is_held_for_lease_seconds_exactly(key_store: KeyStore, clock: Clock) -> None:
+    key = make_key(limits=Limits(max_concurrent=1))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, "held"), Admitted)
+    clock.advance(LEASE_SECONDS - 0.5)
+    assert isinstance(await key_store.admit(key, "other"), Refused)
+    clock.advance(0.5)
+    assert isinstance(await key_store.admit(key, "other"), Admitted)
+
+
 async def test_the_budget_counts_every_token_of_the_key(key_store: KeyStore) -> None:
     key = make_key(limits=Limits(budget_tokens=100))
     await key_store.create(key)
