@@ -208,6 +208,42 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     await gate.aclose()
 
 
+async def test_a_renewal_that_fails_is_logged_and_the_next_one_still_made(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that fails a renewal (Redis restarting) costs one round, not the renewals
+    of every lease for as long as the gateway runs."""
+
+    class FailsOnce(MemoryKeyStore):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.renewed: list[list[tuple[str, str]]] = []
+
+        async def renew(self, held: list[tuple[str, str]]) -> None:
+            self.renewed.append(list(held))
+            if len(self.renewed) == 1:
+                raise ConnectionError("the store went away")
+            await super().renew(held)
+
+    monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", 0.3)
+    store = FailsOnce(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice", max_concurrent=1), now=clock.now)
+    lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
+    assert lease is not None
+    with caplog.at_level(logging.WARNING, logger="toolwire.keys"):
+        for _ in range(100):  # until a renewal after the failed one, bounded (5 s)
+            if len(store.renewed) >= 2:
+                break
+            await asyncio.sleep(0.05)
+    assert len(store.renewed) >= 2 and store.renewed[1] == store.renewed[0]
+    assert [record.getMessage() for record in caplog.records if "renewing" in record.getMessage()] == [
+        "renewing 1 concurrency leases failed: the store went away"
+    ]
+    await gate.record(lease, TokenUsage())
+    await gate.aclose()
+
+
 async def test_the_usage_report_lists_each_key_and_model_with_its_status(clock: Clock) -> None:
     from toolwire.keys import KeyNotFound, usage_report
 
