@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
+import redis
 
+from tests.store.redis_server import RedisServer
 from toolwire.keys import (
     LEASE_SECONDS,
     Admitted,
@@ -28,6 +31,7 @@ from toolwire.keys import (
     digest_of,
     new_key,
 )
+from toolwire.keys._redis import RedisKeyStore
 from toolwire.protocol import MAX_TOKEN_COUNT
 from toolwire.store import StoredResponse, open_store
 
@@ -261,3 +265,27 @@ def test_the_store_urls_that_hold_keys(tmp_path: Path) -> None:
     assert isinstance(open_key_store("memory://"), MemoryKeyStore)  # a gateway's own, for_cli not asked
     assert isinstance(open_key_store(f"sqlite:///{tmp_path}/keys.db"), SQLiteKeyStore)
     assert isinstance(open_key_store("rediss://redis.example:6380/0"), RedisKeyStore)  # opening does no I/O
+
+
+async def test_a_redis_store_on_the_server_s_clock(keys_redis: RedisServer) -> None:
+    """As the gateway opens it: no clock of its own, every time read from Redis (``TIME``),
+    so that gateways on several machines share one clock."""
+    if not keys_redis.running:
+        keys_redis.start()
+    with redis.Redis.from_url(keys_redis.url) as client:
+        client.flushdb()
+    store = RedisKeyStore(keys_redis.url)
+    try:
+        key = make_key("alice", limits=Limits(max_concurrent=1, requests_per_minute=2))
+        before = time.time()
+        await store.create(key)
+        assert isinstance(await store.admit(key, "lease-a"), Admitted)
+        assert await store.admit(key, "lease-b") == Refused("max_concurrent", 1.0)
+        await store.settle(key, "lease-a", "m", TokenUsage(3, 4, 0))
+        assert isinstance(await store.admit(key, None), Admitted)
+        assert isinstance(await store.admit(key, None), Refused)  # two requests a minute
+        (row,) = await store.usage()
+        assert (row.requests, row.input_tokens, row.output_tokens) == (1, 3, 4)
+        assert row.last_used_at is not None and before - 1 <= row.last_used_at <= time.time() + 1
+    finally:
+        await store.aclose()
