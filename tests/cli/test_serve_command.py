@@ -102,6 +102,7 @@ EVERY_FLAG = {
     "--store-max-entries": "50",
     "--store-max-bytes": "5000000",
     "--capture-max-bytes": "100000",
+    "--history-cache-bytes": "3000000",
     "--workers": "1",
     "--client-header-timeout": "3",
     "--max-header-bytes": "4096",
