@@ -69,6 +69,14 @@ def memory_kib(pid: int, field: str = "VmRSS") -> int:
     return total
 
 
+def bench_environment(work: Path) -> dict[str, str]:
+    """The environment of every process the bench starts: this one's, with the state
+    directory in ``work``, so that a gateway's default store (``sqlite://``) is the bench's
+    own file and never the user's (a long-history run with ``store`` true writes 1.4 MB a
+    turn)."""
+    return {**os.environ, "XDG_STATE_HOME": str((work / "state").resolve())}
+
+
 @dataclass
 class Service:
     """A server subprocess on loopback, with its log in a file; stopped on exit."""
@@ -95,13 +103,14 @@ class Service:
     def start(self, timeout: float = 60.0) -> Service:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
+        env = bench_environment(self.log_path.parent)
         if self.health_path is None:
             with self.log_path.open("wb") as log:
-                self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log)
+                self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, env=env)
             self.port = self._read_port(deadline)
             return self
         with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, env=env)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n{self.log()[-4000:]}")

@@ -8,6 +8,10 @@ tests stay independent while the processes are started once.
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +21,13 @@ from tests.support.chat_upstream import ChatUpstream
 from tests.support.gateway import GatewayProcess
 from tests.support.messages_upstream import MessagesUpstream
 from tests.support.responses_upstream import ResponsesUpstream
+
+# A state directory of the test run's own, for this process and every one it starts: a
+# gateway's default store (sqlite://) and the keys CLI's are then never the user's file,
+# whatever a test (or a mutant of the code under test) does with them.
+_STATE_HOME = tempfile.mkdtemp(prefix="toolwire-test-state-")
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
+atexit.register(shutil.rmtree, _STATE_HOME, ignore_errors=True)
 
 # No time limit per example: a deadline is a timing assertion, and this machine is shared.
 settings.register_profile("toolwire", deadline=None)
