@@ -50,6 +50,15 @@ def keys_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer
         server.stop()
 
 
+def emptied(server: RedisServer) -> str:
+    """``server`` running (a test may have stopped it) and holding nothing; its URL."""
+    if not server.running:
+        server.start()
+    with redis.Redis.from_url(server.url) as client:
+        client.flushdb()
+    return server.url
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -63,11 +72,7 @@ async def make_key_store(request: pytest.FixtureRequest, clock: Clock, tmp_path:
     opened: list[KeyStore] = []
     memory = MemoryKeyStore(clock=clock)
     if kind == "redis":
-        server: RedisServer = request.getfixturevalue("keys_redis")
-        if not server.running:
-            server.start()
-        with redis.Redis.from_url(server.url) as client:
-            client.flushdb()
+        emptied(request.getfixturevalue("keys_redis"))
 
     def make() -> KeyStore:
         store: KeyStore

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.waiting import until
 from toolwire.keys import (
     InvalidKey,
     KeyGate,
@@ -160,37 +161,38 @@ async def test_each_limit_is_named_in_its_refusal_with_the_key_and_the_limit(clo
     await gate.aclose()
 
 
+class RenewalsSeen(MemoryKeyStore):
+    """A memory store that notes every renewal asked of it; the first ``failing`` fail, as
+    a store being restarted does."""
+
+    def __init__(self, *, failing: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.renewed: list[list[tuple[str, str]]] = []
+        self._failing = failing
+
+    async def renew(self, held: list[tuple[str, str]]) -> None:
+        self.renewed.append(list(held))
+        if len(self.renewed) <= self._failing:
+            raise ConnectionError("the store went away")
+        await super().renew(held)
+
+
 async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long request keeps its concurrency slot: the gate renews held leases every third
     of their life (shortened here), so the store never lets them expire under it."""
 
-    class Watched(MemoryKeyStore):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.renewed: list[list[tuple[str, str]]] = []
-
-        async def renew(self, held: list[tuple[str, str]]) -> None:
-            self.renewed.append(list(held))
-            await super().renew(held)
-
     monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", 0.3)
-    store = Watched(clock=clock)
+    store = RenewalsSeen(clock=clock)
     gate = KeyGate(store, clock=clock)
     alice_key, key = await create_key(store, KeySpec(name="alice", max_concurrent=1), now=clock.now)
     alice = await gate.authenticate(bearer(key))
     lease = await gate.admit(alice, "m")
     assert lease is not None and lease.lease_id is not None
-    for _ in range(100):  # until the gate has renewed it, bounded (5 s)
-        if store.renewed:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: bool(store.renewed), seconds=5)  # the gate has renewed it
     assert store.renewed[0] == [(alice_key.id, lease.lease_id)]
     clock.advance(50.0)
     store.renewed.clear()
-    for _ in range(100):
-        if store.renewed:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: bool(store.renewed), seconds=5)
     clock.advance(50.0)  # 100 s since it was taken: past a lease's 60 s, but renewed 50 s ago
     with pytest.raises(RateLimited):
         await gate.admit(alice, "m")
@@ -199,10 +201,7 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     assert other is not None and other.lease_id is not None
     await gate.record(lease, TokenUsage())  # given back: no longer renewed
     store.renewed.clear()
-    for _ in range(100):
-        if store.renewed:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: bool(store.renewed), seconds=5)
     assert [lease_id for _, lease_id in store.renewed[0]] == [other.lease_id]
     await gate.record(other, TokenUsage())
     await gate.aclose()
@@ -214,28 +213,14 @@ async def test_a_renewal_that_fails_is_logged_and_the_next_one_still_made(
     """A store that fails a renewal (Redis restarting) costs one round, not the renewals
     of every lease for as long as the gateway runs."""
 
-    class FailsOnce(MemoryKeyStore):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.renewed: list[list[tuple[str, str]]] = []
-
-        async def renew(self, held: list[tuple[str, str]]) -> None:
-            self.renewed.append(list(held))
-            if len(self.renewed) == 1:
-                raise ConnectionError("the store went away")
-            await super().renew(held)
-
     monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", 0.3)
-    store = FailsOnce(clock=clock)
+    store = RenewalsSeen(clock=clock, failing=1)
     gate = KeyGate(store, clock=clock)
     _, key = await create_key(store, KeySpec(name="alice", max_concurrent=1), now=clock.now)
     lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
     assert lease is not None
     with caplog.at_level(logging.WARNING, logger="toolwire.keys"):
-        for _ in range(100):  # until a renewal after the failed one, bounded (5 s)
-            if len(store.renewed) >= 2:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: len(store.renewed) >= 2, seconds=5)  # a renewal after the failed one
     assert len(store.renewed) >= 2 and store.renewed[1] == store.renewed[0]
     assert [record.getMessage() for record in caplog.records if "renewing" in record.getMessage()] == [
         "renewing 1 concurrency leases failed: the store went away"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-import redis
 
 from tests.store.redis_server import RedisServer
 from toolwire.keys import (
@@ -35,7 +34,7 @@ from toolwire.keys._redis import RedisKeyStore
 from toolwire.protocol import MAX_TOKEN_COUNT
 from toolwire.store import StoredResponse, open_store
 
-from .conftest import Clock, KeyStoreFactory
+from .conftest import Clock, KeyStoreFactory, emptied
 from .gateways import keys_cli
 
 _created = itertools.count(1)
@@ -270,11 +269,7 @@ def test_the_store_urls_that_hold_keys(tmp_path: Path) -> None:
 async def test_a_redis_store_on_the_server_s_clock(keys_redis: RedisServer) -> None:
     """As the gateway opens it: no clock of its own, every time read from Redis (``TIME``),
     so that gateways on several machines share one clock."""
-    if not keys_redis.running:
-        keys_redis.start()
-    with redis.Redis.from_url(keys_redis.url) as client:
-        client.flushdb()
-    store = RedisKeyStore(keys_redis.url)
+    store = RedisKeyStore(emptied(keys_redis))
     try:
         key = make_key("alice", limits=Limits(max_concurrent=1, requests_per_minute=2))
         before = time.time()
