@@ -10,6 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,8 +34,15 @@ from tests.support.served import chat_config, gateway_client, serving, sse_event
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.server import GatewaySettings, build_router, create_app
+from toolwire.server import _pipeline as pipeline
 from toolwire.server._app import allow_header
-from toolwire.store import MemoryResponseStore, StoredResponse, StoreUnavailable
+from toolwire.store import (
+    MemoryResponseStore,
+    SQLiteResponseStore,
+    StoredResponse,
+    StoreUnavailable,
+    stored_items,
+)
 from toolwire.translate._conversation import ConversationWalker
 
 JSON = dict[str, Any]
@@ -423,6 +431,110 @@ async def test_a_client_resending_its_history_has_each_response_stored_but_no_co
     assert upstream.chat_requests[-1]["messages"] == [
         *resent, {"role": "assistant", "content": "Reply 2."}, {"role": "user", "content": "Last."}
     ]
+
+
+async def resend_session(
+    client: httpx.AsyncClient,
+    upstream: ChatUpstream,
+    turns: int,
+    *,
+    key: str | None = None,
+    start: list[JSON] | None = None,
+) -> list[tuple[dict[str, Any], list[JSON]]]:
+    """``turns`` requests of a client that resends its whole history with ``store`` left
+    true, the first sending ``start``: each response, with the input its request sent."""
+    headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+    first: JSON = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "One."}]}
+    items: list[JSON] = start or [first]
+    sent = []
+    for turn in range(turns):
+        upstream.enqueue(Text(f"Reply {turn}."))
+        body = orjson.dumps({"model": "m", "input": items, "tools": CONVERSATION_TOOLS})  # as orjson writes it
+        answered = (await client.post("/v1/responses", content=body, headers=headers)).json()
+        sent.append((answered, items))
+        items = [*items, *answered["output"], {"role": "user", "content": f"Turn {turn + 2}."}]
+    return sent
+
+
+def without_ids(items: list[JSON]) -> list[JSON]:
+    """Items as sent and as listed compare alike: in full form, without the ids a record gives."""
+    return [{k: v for k, v in item.items() if k != "id"} for item in stored_items(items, "resp_x")]
+
+
+async def listed_input(client: httpx.AsyncClient, response_id: str, key: str | None = None) -> list[JSON]:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    page = await client.get(f"/v1/responses/{response_id}/input_items", params={"order": "asc", "limit": 100}, headers=headers)
+    assert page.status_code == 200, page.text
+    data: list[JSON] = page.json()["data"]
+    return data
+
+
+async def test_a_resending_clients_records_hold_only_what_each_turn_added(upstream: ChatUpstream, tmp_path: Path) -> None:
+    # Each record builds on the one before (``input_base``): it holds the previous answer as
+    # the client resent it and the new prompt, not the whole history again, and every
+    # listing is the whole input all the same, before and after one of them is deleted.
+    path = tmp_path / "responses.sqlite3"
+    async with gateway_client(chat_config(upstream.base_url, store=f"sqlite://{path}")) as client:
+        sent = await resend_session(client, upstream, 5)
+        for answered, items in sent:
+            assert without_ids(await listed_input(client, answered["id"])) == without_ids(items)
+        assert (await client.delete(f"/v1/responses/{sent[2][0]['id']}")).status_code == 200
+        assert without_ids(await listed_input(client, sent[4][0]["id"])) == without_ids(sent[4][1])
+        assert without_ids(await listed_input(client, sent[3][0]["id"])) == without_ids(sent[3][1])
+    records = await stored_records(path, sent)
+    assert records[2] is None
+    assert [(r.input_base, len(r.input_items)) if r else None for r in records] == [
+        (None, 1), (sent[0][0]["id"], 2), None, (sent[1][0]["id"], 4), (sent[3][0]["id"], 2)
+    ]  # the fourth took the deleted third's two items
+
+
+async def stored_records(path: Path, sent: list[tuple[dict[str, Any], list[JSON]]]) -> list[StoredResponse | None]:
+    """The records of ``sent``'s responses, read from the SQLite file at ``path``."""
+    store = SQLiteResponseStore(path, ttl_seconds=None, max_entries=None)
+    try:
+        return [await store.get(answered["id"]) for answered, _ in sent]
+    finally:
+        await store.aclose()
+
+
+async def test_an_input_spread_over_the_most_records_allowed_is_stored_whole_again(
+    upstream: ChatUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "MAX_INPUT_BASES", 2)  # (256: a listing walks at most that many records)
+    path = tmp_path / "responses.sqlite3"
+    async with gateway_client(chat_config(upstream.base_url, store=f"sqlite://{path}")) as client:
+        sent = await resend_session(client, upstream, 5)
+        assert without_ids(await listed_input(client, sent[4][0]["id"])) == without_ids(sent[4][1])
+    ids = [answered["id"] for answered, _ in sent]
+    assert [r.input_base if r else "gone" for r in await stored_records(path, sent)] == [None, ids[0], None, ids[2], None]
+
+
+async def test_a_record_never_builds_on_another_keys_and_a_lost_one_is_stored_whole(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TW_PIPELINE_TEST_KEYS", "key-a, key-b")
+    path = tmp_path / "responses.sqlite3"
+    config = chat_config(upstream.base_url, api_key_env="TW_PIPELINE_TEST_KEYS", store=f"sqlite://{path}")
+    b = {"authorization": "Bearer key-b"}
+    async with gateway_client(config) as client:
+        mine = await resend_session(client, upstream, 2, key="key-a")
+        # key-a's last body from another key: a history the gateway knows, stored as the
+        # input of key-a's last response, which is not key-b's to build on.
+        theirs = await resend_session(client, upstream, 3, key="key-b", start=mine[1][1])
+        assert without_ids(await listed_input(client, theirs[2][0]["id"], "key-b")) == without_ids(theirs[2][1])
+        assert (await client.get(f"/v1/responses/{mine[1][0]['id']}", headers=b)).status_code == 404
+        built_on = [r.input_base if r else "gone" for r in await stored_records(path, theirs)]
+        assert built_on == [None, theirs[0][0]["id"], theirs[1][0]["id"]]
+        # key-b deletes all it stored; its next first turn finds nothing left to build on.
+        for answered, _ in theirs:
+            assert (await client.delete(f"/v1/responses/{answered['id']}", headers=b)).status_code == 200
+        again = await resend_session(client, upstream, 3, key="key-b", start=mine[1][1])
+        for answered, items in again:
+            assert without_ids(await listed_input(client, answered["id"], "key-b")) == without_ids(items)
+        assert without_ids(await listed_input(client, mine[1][0]["id"], "key-a")) == without_ids(mine[1][1])
+    bases = [[r.input_base if r else "gone" for r in await stored_records(path, s)] for s in (mine, theirs, again)]
+    assert bases == [[None, mine[0][0]["id"]], ["gone"] * 3, [None, again[0][0]["id"], again[1][0]["id"]]]
+    assert len((await stored_records(path, again))[0].input_items) == 3  # whole
 
 
 async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:

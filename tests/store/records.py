@@ -35,6 +35,19 @@ def exchange(response_id: str, question: str, previous: str | None = None) -> St
     )
 
 
+def resent(response_id: str, question: str, *, on: StoredResponse, items_before: int) -> StoredResponse:
+    """The record of a request that resent ``on``'s whole input (``items_before`` items),
+    ``on``'s answer and then ``question``: building on ``on``'s input, it holds those last
+    two items only."""
+    own = [
+        {"type": "message", "role": "assistant", "content": on.output_items[0]["content"]},
+        {"role": "user", "content": question},
+    ]
+    return StoredResponse.from_exchange(
+        response_object(response_id, f"re: {question}"), own, input_base=on.id, items_before=items_before
+    )
+
+
 def texts(items: list[dict[str, Any]]) -> list[str]:
     """The conversation as ``role: text`` lines."""
     lines = []

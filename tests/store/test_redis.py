@@ -11,19 +11,20 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
 from tests.agent.processes import wait_until_stopped
 from tests.reliability.helpers import wait_until
+from toolwire.store import InputNotWhole, StoreUnavailable, open_store
 from toolwire.store import RedisServer as RedisServerConnection
-from toolwire.store import StoreUnavailable, open_store
 from toolwire.store._base import encode_record
 from toolwire.store._redis import RedisResponseStore
 from toolwire.store._redis_server import DEFAULT_SOCKET_TIMEOUT_SECONDS
 
-from .records import exchange, texts
+from .records import exchange, resent, texts
 from .redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,16 +129,19 @@ async def test_records_carry_a_redis_ttl_and_the_index_stays_bounded(fresh_redis
 async def test_expired_ids_leave_the_index_on_the_next_write(fresh_redis: RedisServer) -> None:
     store = open_store(fresh_redis.url, ttl_seconds=0.2, max_entries=None)
     try:
-        for n in range(5):
+        for n in range(4):
             await store.put(exchange(f"resp_{n}", str(n)))
+        await store.put(resent("resp_4", "4", on=exchange("resp_3", "3"), items_before=1))  # resp_3's builders: a set
         with redis.Redis.from_url(fresh_redis.url) as client:
             assert wait_until(lambda: client.exists(*[f"toolwire:response:resp_{n}" for n in range(5)]) == 0, timeout=30)
             assert client.zcard("toolwire:responses") == 5  # expired, still indexed
+            assert client.exists("toolwire:response-builders:resp_3")  # (it has no time to live of its own)
         await store.put(exchange("resp_last", "last"))
     finally:
         await store.aclose()
     with redis.Redis.from_url(fresh_redis.url) as client:
         assert client.zrange("toolwire:responses", 0, -1) == [b"resp_last"]
+        assert client.keys("toolwire:response-builders:*") == []
 
 
 async def test_records_written_before_the_sizes_count_for_nothing_and_leave_the_count_right(
@@ -252,3 +256,101 @@ def test_a_paused_server_dies_with_a_test_process_killed_from_outside(tmp_path: 
         os.kill(server_pid, signal.SIGKILL)  # not left behind by this test either
     assert died, f"redis-server {server_pid} outlived the test process that started it"
 
+
+
+
+async def test_a_deletion_spliced_while_another_gateway_builds_on_the_record_starts_again(
+    fresh_redis: RedisServer,
+) -> None:
+    # The splice is made here, between two calls of the script: a record building on the
+    # deleted one that another gateway writes in between must get its items too.
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    other = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    assert isinstance(store, RedisResponseStore)
+    first = exchange("resp_1", "q1")
+    try:
+        await store.put(first)
+        await store.put(resent("resp_2", "q2", on=first, items_before=1))
+        script, calls = store._delete_script, 0
+
+        async def interleaved(**arguments: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 2:  # after the first answer, before the splice is applied
+                assert await other.put(resent("resp_2b", "q2 again", on=first, items_before=1))
+            return await script(**arguments)
+
+        store._delete_script = interleaved  # type: ignore[assignment]
+        assert await store.delete("resp_1") is True
+        assert calls == 3
+        for response_id, last in (("resp_2", "user: q2"), ("resp_2b", "user: q2 again")):
+            record = await store.get(response_id)
+            assert record is not None and record.input_base is None
+            assert texts(await store.input_of(record)) == ["user: q1", "assistant: re: q1", last]
+    finally:
+        await store.aclose()
+        await other.aclose()
+
+
+async def test_a_deletion_that_keeps_being_raced_gives_up_with_a_503(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    assert isinstance(store, RedisResponseStore)
+    first = exchange("resp_1", "q1")
+    try:
+        await store.put(first)
+        script, calls = store._delete_script, 0
+
+        async def raced(**arguments: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            assert await store.put(resent(f"resp_{calls}b", "again", on=first, items_before=1))
+            return await script(**arguments)
+
+        store._delete_script = raced  # type: ignore[assignment]
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.delete("resp_1")
+        assert calls == 5
+        assert caught.value.message == (
+            f"The response store {fresh_redis.url} kept changing the responses built on 'resp_1' while it "
+            "was being deleted."
+        )
+        assert await store.get("resp_1") is not None  # nothing deleted, nothing spliced
+        assert (await store.get("resp_1b")).input_base == "resp_1"
+    finally:
+        await store.aclose()
+
+
+async def test_records_building_on_a_key_redis_dropped_by_itself_stay_as_they_are(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    first = exchange("resp_1", "q1")
+    try:
+        await store.put(first)
+        await store.put(resent("resp_2", "q2", on=first, items_before=1))
+        with redis.Redis.from_url(fresh_redis.url) as client:
+            client.delete("toolwire:response:resp_1")  # its own eviction (maxmemory), say
+        assert await store.delete("resp_1") is False
+        second = await store.get("resp_2")
+        assert second is not None and second.input_base == "resp_1"
+        with pytest.raises(InputNotWhole) as caught:
+            await store.input_of(second)
+        assert caught.value.missing_id == "resp_1"
+    finally:
+        await store.aclose()
+
+
+async def test_deleting_every_record_leaves_no_key_behind_but_the_counts(fresh_redis: RedisServer) -> None:
+    store = open_store(fresh_redis.url, ttl_seconds=3600, max_entries=100)
+    records = [exchange("resp_1", "q1")]
+    try:
+        await store.put(records[0])
+        for n in range(2, 5):
+            records.append(resent(f"resp_{n}", f"q{n}", on=records[-1], items_before=2 * n - 3))
+            await store.put(records[-1])
+        with redis.Redis.from_url(fresh_redis.url) as client:
+            assert client.smembers("toolwire:response-builders:resp_1") == {b"resp_2"}
+            for record in (records[1], records[0], records[3], records[2]):
+                assert await store.delete(record.id) is True
+            assert sorted(client.keys("*")) == [b"toolwire:response-bytes"]
+            assert client.get("toolwire:response-bytes") == b"0"
+    finally:
+        await store.aclose()

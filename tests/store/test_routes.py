@@ -3,7 +3,10 @@ through real HTTP clients (httpx, and the openai SDK in strict validation mode).
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,9 +16,15 @@ import pytest
 from starlette.applications import Starlette
 
 from toolwire.server._stored import PageQuery, page_of, stored_routes
-from toolwire.store import ItemDict, MemoryResponseStore, StoredResponse, StoreUnavailable
+from toolwire.store import (
+    ItemDict,
+    MemoryResponseStore,
+    SQLiteResponseStore,
+    StoredResponse,
+    StoreUnavailable,
+)
 
-from .records import exchange, response_object
+from .records import exchange, resent, response_object
 
 ITEMS = [
     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"item {n}"}], "id": f"msg_{n}"}
@@ -231,3 +240,32 @@ async def test_the_openai_sdk_reads_pages_and_deletes(store: MemoryResponseStore
         await sdk.responses.delete("resp_1")
         with pytest.raises(openai.NotFoundError):
             await sdk.responses.input_items.list("resp_1")
+
+
+async def test_a_record_building_on_another_lists_its_whole_input_and_pages_across_both(tmp_path: Path) -> None:
+    store = SQLiteResponseStore(tmp_path / "responses.sqlite3", ttl_seconds=60, max_entries=100)
+    first = StoredResponse.from_exchange(response_object("resp_a", "answer"), ITEMS[:3])
+    await store.put(first)
+    await store.put(resent("resp_b", "and then?", on=first, items_before=3))
+    app = Starlette(routes=stored_routes(store))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as client:
+        page = (await client.get("/v1/responses/resp_b/input_items", params={"order": "asc", "limit": 2})).json()
+        rest = await client.get("/v1/responses/resp_b/input_items", params={"order": "asc", "after": page["last_id"]})
+        assert [item["id"] for item in page["data"]] == ["msg_0", "msg_1"] and page["has_more"]
+        assert [item["role"] for item in rest.json()["data"]] == ["user", "assistant", "user"]
+        assert rest.json()["data"][-1]["content"] == [{"type": "input_text", "text": "and then?"}]
+        # Another process (or a crash) took the record it builds on from under it:
+        with contextlib.closing(sqlite3.connect(tmp_path / "responses.sqlite3")) as db, db:
+            db.execute("DELETE FROM response_chain WHERE id = 'resp_a'")
+        broken = await client.get("/v1/responses/resp_b/input_items")
+        retrieved = await client.get("/v1/responses/resp_b")
+    await store.aclose()
+    assert broken.status_code == 404
+    assert broken.json()["error"] == {
+        "message": "The input of response 'resp_b' is no longer whole: the earlier response 'resp_a' it was "
+        "stored with expired or was deleted.",
+        "type": "not_found_error",
+        "param": "response_id",
+        "code": "response_input_not_found",
+    }
+    assert retrieved.status_code == 200  # the response itself is whole

@@ -45,7 +45,7 @@ from typing import Protocol
 import orjson
 
 from toolwire.errors import RequestError
-from toolwire.protocol import HistoryLink, Item, KnownItems, parse_item
+from toolwire.protocol import HistoryLink, Item, KnownHistory, KnownItems, parse_item
 from toolwire.protocol._history import WEIGHT_PER_BODY_BYTE
 from toolwire.store import ItemDict, PreviousResponseNotFound, ResponseStore, StoredResponse
 
@@ -117,6 +117,28 @@ class Conversation:
 
 EMPTY = Conversation((), ())
 """The conversation before a first request."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInput:
+    """Where one owner's response stored a known history's items as its whole input: the
+    response ``response_id``, whose input is spread over ``records`` records (its own and
+    those it builds on). Noted on the history (``KnownHistory.derived``, under the owner:
+    another's records are never built on), so that the record of a request resending those
+    items builds on that one's (``StoredResponse.input_base``) and holds only its new ones."""
+
+    response_id: str
+    records: int
+
+    @staticmethod
+    def of(known: KnownHistory | KnownItems | None, owner: str | None) -> StoredInput | None:
+        """What was noted on ``known`` for ``owner``, if anything."""
+        noted = known.derived.get((StoredInput, owner)) if known is not None else None
+        return noted if isinstance(noted, StoredInput) else None
+
+    def note(self, known: KnownHistory | KnownItems, owner: str | None) -> None:
+        """Note this on ``known`` for ``owner`` (in place of what was noted before)."""
+        known.derived[(StoredInput, owner)] = self
 
 
 class KnownConversations:
@@ -198,6 +220,11 @@ class History(Protocol):
         """Whether a finished response will be kept (so the request's input must be too)."""
         ...
 
+    def builds_on_inputs(self) -> bool:
+        """Whether a kept response may build on the input of one kept before
+        (``StoredResponse.input_base``), holding only its items after it."""
+        ...
+
     def keeps_conversation(self, *, resent: bool) -> bool:
         """Whether the conversation a kept response makes is kept parsed too, ready for its
         continuation; ``resent``: its request resent a history the gateway knew, without
@@ -214,9 +241,10 @@ class History(Protocol):
 
     async def keep(
         self, record: StoredResponse, *, before: Conversation, after: Conversation | None, store_requested: bool
-    ) -> None:
+    ) -> bool:
         """Keep a finished response; ``before`` is the conversation its request continued,
-        ``after`` the one it makes (None: not at hand, read from the store when continued)."""
+        ``after`` the one it makes (None: not at hand, read from the store when continued).
+        False, with nothing kept, when it builds on an input no longer stored whole."""
         ...
 
     def forget(self, response_id: str) -> None:
@@ -234,6 +262,9 @@ class StoreHistory:
 
     def keeps_responses(self, store_requested: bool) -> bool:
         return self.store is not None and store_requested
+
+    def builds_on_inputs(self) -> bool:
+        return self.store is not None
 
     def keeps_conversation(self, *, resent: bool) -> bool:
         # A client that resends its history has no use for it: parsing its stored form
@@ -267,7 +298,8 @@ class StoreHistory:
         """The conversation of ``chain``, from one kept as it was a few responses before
         (``last`` is the chain's newest record, read already) and those responses read one
         by one; it is kept in place of the one it grew from. None when none is kept, or a
-        record is gone (then reading the chain says where) or does not parse."""
+        record is gone (then reading the chain says where), does not parse, or builds on an
+        input (a client that resent its history, continuing by id after all)."""
         assert self.store is not None
         kept = self.known.kept_before(chain, owner)
         if kept is None:
@@ -278,6 +310,8 @@ class StoreHistory:
             if record is None:
                 return None
             records.append(record)
+        if any(record.input_base is not None for record in (*records, last)):
+            return None  # built on an input, not on a conversation: read whole
         caught_up = kept.caught_up([*records, last])
         if caught_up is not None:
             self.known.keep(owner, caught_up, replacing=kept)
@@ -285,11 +319,14 @@ class StoreHistory:
 
     async def keep(
         self, record: StoredResponse, *, before: Conversation, after: Conversation | None, store_requested: bool
-    ) -> None:
-        if self.store is not None and store_requested:
-            await self.store.put(record)
-            if after is not None:
-                self.known.keep(record.owner, after, replacing=before)
+    ) -> bool:
+        if self.store is None or not store_requested:
+            return True
+        if not await self.store.put(record):
+            return False
+        if after is not None:
+            self.known.keep(record.owner, after, replacing=before)
+        return True
 
     def forget(self, response_id: str) -> None:
         """Stored responses stay: another client may continue them."""
@@ -306,6 +343,9 @@ class ConnectionHistory:
     def keeps_responses(self, store_requested: bool) -> bool:
         return True
 
+    def builds_on_inputs(self) -> bool:
+        return False  # its conversations are made from each record's whole input
+
     def keeps_conversation(self, *, resent: bool) -> bool:
         return True  # without a store, the connection is the only place a response is
 
@@ -321,7 +361,7 @@ class ConnectionHistory:
 
     async def keep(
         self, record: StoredResponse, *, before: Conversation, after: Conversation | None, store_requested: bool
-    ) -> None:
+    ) -> bool:
         # ``after`` is None only for an output that is not an item (the gateway's bug):
         # held nowhere, a continuation finds the store's copy, or that it is not there.
         if after is not None:
@@ -329,7 +369,7 @@ class ConnectionHistory:
             self._conversations.move_to_end(record.id)
             while len(self._conversations) > self._limit:
                 self._conversations.popitem(last=False)
-        await self._store.keep(record, before=before, after=after, store_requested=store_requested)
+        return await self._store.keep(record, before=before, after=after, store_requested=store_requested)
 
     def forget(self, response_id: str) -> None:
         self._conversations.pop(response_id, None)

@@ -44,14 +44,14 @@ from typing import Any, cast
 from toolwire.compaction import has_trigger
 from toolwire.keys import Principal
 from toolwire.protocol import KnownItems, ResponsesRequest, dump_item, parse_item, parse_request
-from toolwire.store import ItemDict, StoredResponse, stored_items
+from toolwire.store import MAX_INPUT_BASES, ItemDict, StoredResponse, stored_items
 from toolwire.translate import AnswerTranslator
 from toolwire.upstream import ListBatches, StreamBatches
 
 from ._answer import Answer, Keep, pump
 from ._compaction import Compactions
 from ._exchange import Exchange, ExchangeObserver
-from ._history import EMPTY, History, StoreHistory
+from ._history import EMPTY, Conversation, History, StoredInput, StoreHistory
 from ._limits import StreamSlot, StreamSlots
 from ._routing import ModelRouter
 from ._settings import GatewaySettings
@@ -277,10 +277,15 @@ class Keeper:
 
     A request that continues a conversation goes upstream with its own items in the form
     its record keeps them (``stored_items``), as every later turn reads them: so the
-    state its translation derives is the next turn's to resume (``Conversation``). A
-    request that resent a history the gateway knew (a client continuing by resending) has
-    its response kept, but where the history says so (the store's), not its conversation
-    parsed again from the record: that would cost each turn as much as the history is long."""
+    state its translation derives is the next turn's to resume (``Conversation``).
+
+    A request that resent a history the gateway knew (a client continuing by resending)
+    has its response kept, but where the history says so (the store's), not its
+    conversation parsed again from the record: that would cost each turn as much as the
+    history is long. And where the owner's response to the request before was stored with
+    that history as its input (``StoredInput``), the record builds on that one's input
+    and holds only the new items: a turn then writes what is new, not the whole history
+    again. Should that record be gone by then, the whole input is stored after all."""
 
     def __init__(
         self, history: History, request: ResponsesRequest, *, response_id: str, owner: str | None = None
@@ -289,14 +294,23 @@ class Keeper:
         self._owner = owner
         self._response_id = response_id
         self._previous = request.previous_response_id
-        link = request.history()
+        self._link = link = request.history()
         self._resent = self._previous is None and link is not None and link.continues is not None
         self._store_requested = request.store is not False
         self._own_input: list[ItemDict] | None = None
+        self._base: StoredInput | None = None
         self._before = EMPTY
         self._sent: KnownItems | None = None  # the whole input sent, when it continues a conversation
-        if history.keeps_responses(self._store_requested) or self._previous is not None:
-            self._own_input = link.dumped_input() if link is not None else [dump_item(i) for i in request.input_items()]
+        keeps = history.keeps_responses(self._store_requested)
+        if keeps and self._resent and history.builds_on_inputs() and link is not None:
+            base = StoredInput.of(link.continues, owner)
+            if base is not None and base.records < MAX_INPUT_BASES:
+                self._base = base
+        if keeps or self._previous is not None:
+            if self._base is not None and link is not None:
+                self._own_input = [dump_item(item) for item in link.input[link.known :]]
+            else:
+                self._own_input = self._whole_input(request)
 
     async def with_history(self, request: ResponsesRequest) -> ResponsesRequest:
         """``request`` with the conversation so far before its own input, when it continues one."""
@@ -317,13 +331,44 @@ class Keeper:
     async def __call__(self, response: dict[str, Any]) -> None:
         if self._own_input is None or not self._history.keeps_responses(self._store_requested):
             return
-        record = StoredResponse.from_exchange(
-            response, self._own_input, previous_response_id=self._previous, owner=self._owner
-        )
         after = None
+        record = self._record(response)
         if self._history.keeps_conversation(resent=self._resent):
             after = self._before.grown(record, self._sent)
-        await self._history.keep(record, before=self._before, after=after, store_requested=self._store_requested)
+        if not await self._keep(record, after) and self._base is not None:
+            # The input it builds on is no longer stored whole: store its own.
+            self._base = None
+            self._own_input = self._whole_input(None)
+            record = self._record(response)
+            await self._keep(record, after)
+        link = self._link
+        if self._previous is None and link is not None and link.own is not None:
+            records = self._base.records + 1 if self._base is not None else 1
+            StoredInput(record.id, records).note(link.own, self._owner)
+
+    def _record(self, response: dict[str, Any]) -> StoredResponse:
+        assert self._own_input is not None
+        base, link = self._base, self._link
+        return StoredResponse.from_exchange(
+            response,
+            self._own_input,
+            previous_response_id=self._previous,
+            owner=self._owner,
+            input_base=base.response_id if base is not None else None,
+            items_before=link.known if base is not None and link is not None else 0,
+        )
+
+    async def _keep(self, record: StoredResponse, after: Conversation | None) -> bool:
+        return await self._history.keep(
+            record, before=self._before, after=after, store_requested=self._store_requested
+        )
+
+    def _whole_input(self, request: ResponsesRequest | None) -> list[ItemDict]:
+        """The request's own input, dumped: from its link's bytes where it has one."""
+        if self._link is not None:
+            return self._link.dumped_input()
+        assert request is not None
+        return [dump_item(item) for item in request.input_items()]
 
 
 @contextlib.asynccontextmanager

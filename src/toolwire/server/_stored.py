@@ -52,7 +52,7 @@ def stored_routes(store: ResponseStore) -> list[Route]:
     async def input_items(request: Request) -> Response:
         query = PageQuery.parse(request.query_params)
         record = await _record(store, request)
-        return _json(page_of(record.input_items, query))
+        return _json(page_of(await store.input_of(record), query))
 
     return [
         Route("/v1/responses/{response_id}", _answering_errors(retrieve), methods=["GET"]),

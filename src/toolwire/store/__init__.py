@@ -1,17 +1,20 @@
 """Stored responses: ``store: true`` and ``previous_response_id`` for the Responses API.
 
 The server talks to one seam, ``ResponseStore`` (``put``, ``get``, ``delete``,
-``chain_input``, ``chain_ids``, ``aclose``), and ``open_store(url)`` picks the store behind it:
+``input_of``, ``chain_input``, ``chain_ids``, ``aclose``), and ``open_store(url)`` picks the store behind it:
 memory (the fake, and single-process use), SQLite (the default, one host) or Redis
 (several gateways behind a load balancer). Every store is bounded by a time to live,
 a maximum number of entries and of bytes (each store also says how many bytes it holds:
 ``stored_bytes``); failures to reach a store are ``StoreUnavailable``
 (503). Records are immutable, so concurrent continuations of one response cannot
-corrupt a chain.
+corrupt a chain. A record may build on the input of an earlier one (``input_base``), for
+clients that resend their history with ``store`` true.
 """
 
 from ._base import (
     MAX_CHAIN_LENGTH,
+    MAX_INPUT_BASES,
+    InputNotWhole,
     ItemDict,
     PreviousResponseNotFound,
     ResponseStore,
@@ -41,6 +44,8 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "DEFAULT_TTL_SECONDS",
     "MAX_CHAIN_LENGTH",
+    "MAX_INPUT_BASES",
+    "InputNotWhole",
     "ItemDict",
     "MemoryResponseStore",
     "PreviousResponseNotFound",

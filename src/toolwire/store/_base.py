@@ -6,7 +6,8 @@ chain of records, and the two errors a store raises on purpose::
 
     ToolwireError
     ├── NotFoundError
-    │   └── PreviousResponseNotFound   previous_response_id (or an ancestor) is unknown -> 404
+    │   ├── PreviousResponseNotFound   previous_response_id (or an ancestor) is unknown -> 404
+    │   └── InputNotWhole              a record its input builds on is gone             -> 404
     └── StoreUnavailable               the store cannot be reached or written           -> 503
 
 A stored response is immutable once written: continuing a response never changes
@@ -15,10 +16,19 @@ response at once therefore write two independent records and cannot corrupt eith
 chain. Reading a chain counts as *using* every response in it: stores refresh their
 time to live and their place in the eviction order, so a conversation that is still
 being continued never loses its beginning, while an abandoned one expires as a whole.
+
+A client that resends its whole history with every request, leaving ``store`` true,
+would have each response's record hold that whole history again. Such a record may
+instead *build on* the record of the request before (``input_base``): it holds only the
+items after that request's input, and its whole input is found by walking back, as a
+chain of ``previous_response_id`` is walked (with the same checks and refresh). Nothing
+of this shows through the API: a listing gives the whole input, and deleting a record
+that others build on first moves its items into theirs (``spliced``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +42,11 @@ ItemDict = dict[str, Any]
 
 MAX_CHAIN_LENGTH = 10_000
 """The most responses one ``previous_response_id`` chain may hold (a guard, not a budget)."""
+
+MAX_INPUT_BASES = 256
+"""The most records one record's input may be spread over (``input_base`` links walked
+back): past it, a record holds its whole input again, which bounds a listing's walk and
+keeps chains well below ``MAX_CHAIN_LENGTH``."""
 
 _ITEM_ID_PREFIXES = {
     "message": "msg",
@@ -83,6 +98,26 @@ class PreviousResponseNotFound(NotFoundError):
         self.missing_id = missing_id
 
 
+class InputNotWhole(NotFoundError):
+    """A stored response's input cannot be listed whole: a record it builds on is gone.
+
+    A store keeps the records an input builds on for as long as that input's record
+    (walking it refreshes them after it, deleting one moves its items into the records
+    building on it); this is what a store that lost one anyway (a crash, Redis evicting
+    keys by itself) answers instead of a part of the input.
+    """
+
+    def __init__(self, response_id: str, missing_id: str) -> None:
+        super().__init__(
+            f"The input of response '{response_id}' is no longer whole: the earlier response "
+            f"'{missing_id}' it was stored with expired or was deleted.",
+            param="response_id",
+            code="response_input_not_found",
+        )
+        self.response_id = response_id
+        self.missing_id = missing_id
+
+
 @dataclass(frozen=True, slots=True)
 class StoredResponse:
     """One stored response: the Response object and the input items it was created from.
@@ -94,6 +129,11 @@ class StoredResponse:
     ``owner`` names the client key that created it (``toolwire.keys.Principal.owner``;
     None on a gateway without keys): only a request with the same owner may read,
     delete or continue it (``visible_to``).
+
+    ``input_base`` names the record (of the same owner, with no previous response) whose
+    whole input this request's input began with, when it builds on it: ``input_items``
+    are then only the items after those (a store gives the whole input: ``input_of``).
+    A record builds on a previous response's conversation or on an input, never both.
     """
 
     id: str
@@ -102,12 +142,21 @@ class StoredResponse:
     input_items: tuple[ItemDict, ...]
     previous_response_id: str | None = None
     owner: str | None = None
+    input_base: str | None = None
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("a stored response needs an id")
-        if self.previous_response_id == self.id:
+        if self.id in (self.previous_response_id, self.input_base):
             raise ValueError(f"response {self.id!r} cannot continue itself")
+        if self.previous_response_id is not None and self.input_base is not None:
+            raise ValueError(f"response {self.id!r} builds on a previous response and on an input at once")
+
+    @property
+    def link(self) -> str | None:
+        """The record this one's items follow on from (its previous response, or its input
+        base): what a store walks back from it."""
+        return self.previous_response_id or self.input_base
 
     @classmethod
     def from_exchange(
@@ -117,6 +166,8 @@ class StoredResponse:
         *,
         previous_response_id: str | None = None,
         owner: str | None = None,
+        input_base: str | None = None,
+        items_before: int = 0,
     ) -> StoredResponse:
         """The record of one request/response exchange.
 
@@ -126,7 +177,8 @@ class StoredResponse:
         ``id`` get one (``msg_…``, ``fc_…``, …), derived from the response id, so storing
         the same exchange twice gives the same record; short-hand messages get their full
         form (content parts), as the API lists them. ``previous_response_id`` defaults to
-        the response object's own; ``owner`` is the creating key's.
+        the response object's own; ``owner`` is the creating key's. A record building on
+        ``input_base`` is given only the items after its input, ``items_before`` of them.
         """
         response_id = response.get("id")
         if not isinstance(response_id, str) or not response_id:
@@ -138,9 +190,10 @@ class StoredResponse:
             id=response_id,
             created_at=int(created_at) if isinstance(created_at, (int, float)) else 0,
             response=dict(response),
-            input_items=stored_items(input_items, response_id),
+            input_items=stored_items(input_items, response_id, first_index=items_before),
             previous_response_id=previous_response_id,
             owner=owner,
+            input_base=input_base,
         )
 
     def visible_to(self, owner: str | None) -> bool:
@@ -164,8 +217,10 @@ class ResponseStore(Protocol):
     max_bytes: int | None
     """The most bytes of records it keeps, least recently used out first (None: no bound)."""
 
-    async def put(self, record: StoredResponse) -> None:
-        """Store ``record`` (it counts as just used)."""
+    async def put(self, record: StoredResponse) -> bool:
+        """Store ``record`` (it counts as just used, and so does every record its input
+        builds on, as for ``chain_ids``). False, with nothing written, when it builds on an
+        input that is no longer whole in the store (expired, evicted or deleted)."""
         ...
 
     async def get(self, response_id: str) -> StoredResponse | None:
@@ -173,7 +228,13 @@ class ResponseStore(Protocol):
         ...
 
     async def delete(self, response_id: str) -> bool:
-        """Forget the record; False if there was none."""
+        """Forget the record; False if there was none. Records building on its input get
+        its items first (``spliced``): they lose nothing."""
+        ...
+
+    async def input_of(self, record: StoredResponse) -> list[ItemDict]:
+        """The whole input of ``record``, read from this store: its own items, after those
+        of the records its input builds on. Raises ``InputNotWhole`` if one is gone."""
         ...
 
     async def chain_input(self, previous_response_id: str) -> list[ItemDict]:
@@ -207,19 +268,38 @@ class ResponseStore(Protocol):
         ...
 
 
-def stored_items(input_items: Iterable[Mapping[str, Any]] | str, response_id: str) -> tuple[ItemDict, ...]:
+def stored_items(
+    input_items: Iterable[Mapping[str, Any]] | str, response_id: str, *, first_index: int = 0
+) -> tuple[ItemDict, ...]:
     """A request's own ``input`` as the record of its response ``response_id`` keeps it
-    (``StoredResponse.from_exchange``): every item with an ``id``, messages in full form."""
-    return tuple(_as_stored_item(item, response_id, index) for index, item in enumerate(_as_items(input_items)))
+    (``StoredResponse.from_exchange``): every item with an ``id``, messages in full form.
+    ``first_index``: the place of the first in the request's input."""
+    return tuple(
+        _as_stored_item(item, response_id, index)
+        for index, item in enumerate(_as_items(input_items), start=first_index)
+    )
 
 
-def conversation_of(chain: Sequence[StoredResponse]) -> list[ItemDict]:
-    """The items of a chain given oldest first: each response's input, then its output."""
+def conversation_of(chain: Sequence[StoredResponse], *, last_output: bool = True) -> list[ItemDict]:
+    """The items of a chain given oldest first: each response's input, then its output
+    (but for a response whose input a later one builds on: its input is that one's too;
+    and the newest's, without ``last_output``: the newest's whole input)."""
     items: list[ItemDict] = []
-    for record in chain:
+    for record, later in zip(chain, (*chain[1:], None), strict=True):
         items.extend(record.input_items)
-        items.extend(record.output_items)
+        if (later is None and last_output) or (later is not None and later.input_base != record.id):
+            items.extend(record.output_items)
     return items
+
+
+def spliced(record: StoredResponse, base: StoredResponse) -> StoredResponse:
+    """``record``, which builds on ``base``'s input, holding ``base``'s items itself and
+    building on what ``base`` builds on: what it becomes before ``base`` is deleted."""
+    if record.input_base != base.id:
+        raise ValueError(f"response {record.id!r} does not build on {base.id!r}")
+    return dataclasses.replace(
+        record, input_items=(*base.input_items, *record.input_items), input_base=base.input_base
+    )
 
 
 def check_chain_length(previous_response_id: str, length: int) -> None:
@@ -235,17 +315,18 @@ def check_chain_length(previous_response_id: str, length: int) -> None:
 
 def encode_record(record: StoredResponse) -> bytes:
     """A record as JSON bytes: what every persistent store writes."""
-    return orjson.dumps(
-        {
-            "v": 1,
-            "id": record.id,
-            "created_at": record.created_at,
-            "previous_response_id": record.previous_response_id,
-            "response": record.response,
-            "input_items": record.input_items,
-            "owner": record.owner,
-        }
-    )
+    fields: dict[str, Any] = {
+        "v": 1,
+        "id": record.id,
+        "created_at": record.created_at,
+        "previous_response_id": record.previous_response_id,
+        "response": record.response,
+        "input_items": record.input_items,
+        "owner": record.owner,
+    }
+    if record.input_base is not None:
+        fields["input_base"] = record.input_base
+    return orjson.dumps(fields)
 
 
 def decode_record(data: bytes | str) -> StoredResponse:
@@ -258,6 +339,7 @@ def decode_record(data: bytes | str) -> StoredResponse:
         input_items=tuple(raw["input_items"]),
         previous_response_id=raw["previous_response_id"],
         owner=raw.get("owner"),
+        input_base=raw.get("input_base"),
     )
 
 

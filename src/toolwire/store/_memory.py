@@ -8,6 +8,9 @@ that mutates what it read cannot change what is stored. Their bytes count toward
 Because writing and continuing a response both refresh its time to live *and* move it
 to the end of the eviction order, that order is also the expiry order: expired
 records are always at the front, and purging them never scans live ones.
+
+Deleting a record that others build on (``input_base``) finds them by looking through
+every entry: deletions are rare, and no index then costs every write.
 """
 
 from __future__ import annotations
@@ -18,14 +21,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._base import PreviousResponseNotFound, check_chain_length
+from ._base import (
+    PreviousResponseNotFound,
+    check_chain_length,
+    decode_record,
+    encode_record,
+    spliced,
+)
 from ._encoded import EncodedStore
 
 
 @dataclass(slots=True)
 class _Entry:
     data: bytes
-    previous_response_id: str | None
+    link: str | None
     expires_at: float
 
 
@@ -57,24 +66,42 @@ class MemoryResponseStore(EncodedStore):
             f"max_bytes={self.max_bytes})"
         )
 
-    async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
+    async def _put_encoded(self, response_id: str, link: str | None, data: bytes, *, builds_on: bool) -> bool:
         now = self._clock()
         self._purge_expired(now)
+        base_chain: list[str] = []
+        if builds_on and link is not None:
+            try:
+                base_chain = self._walk(link, now)
+            except PreviousResponseNotFound:
+                return False
         self._remove(response_id)
-        self._entries[response_id] = _Entry(data, previous_response_id, self._expiry(now))
+        self._entries[response_id] = _Entry(data, link, self._expiry(now))
         self._bytes += len(data)
+        self._refresh(base_chain, now)  # after the record: evicted after it
         max_entries, max_bytes = self.max_entries, self.max_bytes
-        while len(self._entries) > 1 and (
+        while (oldest := next(iter(self._entries))) != response_id and (
             (max_entries is not None and len(self._entries) > max_entries)
             or (max_bytes is not None and self._bytes > max_bytes)
         ):
-            self._remove(next(iter(self._entries)))
+            self._remove(oldest)
+        return True
 
     async def _get_encoded(self, response_id: str) -> bytes | None:
         entry = self._live(response_id, self._clock())
         return entry.data if entry else None
 
     async def delete(self, response_id: str) -> bool:
+        entry = self._live(response_id, self._clock())
+        if entry is None:
+            return False
+        base = decode_record(entry.data)
+        for later in list(self._entries.values()):
+            if later.link == response_id and (record := decode_record(later.data)).input_base == response_id:
+                whole = spliced(record, base)
+                data = encode_record(whole)
+                self._bytes += len(data) - len(later.data)
+                later.data, later.link = data, whole.link
         return self._remove(response_id)
 
     async def stored_bytes(self) -> int:
@@ -87,20 +114,29 @@ class MemoryResponseStore(EncodedStore):
 
     async def _chain_encoded(self, previous_response_id: str, *, records: bool = True) -> list[Any]:
         now = self._clock()
+        newest_first = self._walk(previous_response_id, now)
+        self._refresh(newest_first, now)
+        return [self._entries[response_id].data for response_id in newest_first] if records else newest_first
+
+    def _walk(self, response_id: str, now: float) -> list[str]:
+        """The ids of the chain ending at ``response_id``, newest first."""
         newest_first: list[str] = []
-        next_id: str | None = previous_response_id
+        next_id: str | None = response_id
         while next_id is not None:
-            check_chain_length(previous_response_id, len(newest_first) + 1)
+            check_chain_length(response_id, len(newest_first) + 1)
             entry = self._live(next_id, now)
             if entry is None:
-                raise PreviousResponseNotFound(previous_response_id, next_id)
+                raise PreviousResponseNotFound(response_id, next_id)
             newest_first.append(next_id)
-            next_id = entry.previous_response_id
-        for response_id in newest_first:  # newest first: the oldest ends up evicted last
+            next_id = entry.link
+        return newest_first
+
+    def _refresh(self, newest_first: list[str], now: float) -> None:
+        """Mark a chain used, newest first: the oldest ends up evicted last."""
+        for response_id in newest_first:
             entry = self._entries[response_id]
             entry.expires_at = self._expiry(now)
             self._entries.move_to_end(response_id)
-        return [self._entries[response_id].data for response_id in newest_first] if records else newest_first
 
     async def aclose(self) -> None:
         self._entries.clear()

@@ -21,6 +21,12 @@ the sizes were kept gets its ``size`` column, filled from the records; a gateway
 time may go on sharing the file, but what it writes counts against the bound only once a
 newer store opens the file again.
 
+The column ``previous_response_id`` holds a record's link (``StoredResponse.link``): its
+previous response, or the record its input builds on, which is what a walk follows.
+Deleting a record finds those building on it by reading every chain row (deletions are
+rare; an index would cost every write). A gateway older than those records (2026-12-04)
+sharing the file would list only the new items of one building on another.
+
 Every call runs on the store's ``SQLiteFile`` (one worker thread owning one connection).
 The file and its directory are created on first use, readable by the owner only
 (responses hold conversations).
@@ -38,7 +44,14 @@ from typing import Any
 
 import orjson
 
-from ._base import MAX_CHAIN_LENGTH, PreviousResponseNotFound, check_chain_length
+from ._base import (
+    MAX_CHAIN_LENGTH,
+    PreviousResponseNotFound,
+    check_chain_length,
+    decode_record,
+    encode_record,
+    spliced,
+)
 from ._encoded import EncodedStore
 from ._sqlite_file import SQLiteFile, write_transaction
 
@@ -109,15 +122,18 @@ REFRESH_IN_ONE_STATEMENT = sqlite3.sqlite_version_info >= (3, 38, 0)
 libraries (RHEL 8's 3.26, which Python 3.11 there links) refresh a chain row by row."""
 
 _BEYOND_THE_BOUND = (
-    "SELECT id FROM response_chain ORDER BY used_at LIMIT max(0, (SELECT count(*) FROM response_chain) - ?)"
+    "SELECT id FROM response_chain WHERE used_at < ? ORDER BY used_at "
+    "LIMIT max(0, (SELECT count(*) FROM response_chain) - ?)"
 )
-"""The least recently used responses beyond ``max_entries`` (its one parameter), found from
-the oldest end: ``count(*)`` reads the chain's pages, where an ``OFFSET`` from the newest end
-walked every row of a full store on every write."""
+"""The least recently used responses beyond ``max_entries`` (its second parameter), found
+from the oldest end (``count(*)`` reads the chain's pages, where an ``OFFSET`` from the
+newest end walked every row of a full store on every write), but none used at or after its
+first (the record just written, and the records it builds on, refreshed after it)."""
 
-_OLDEST_FIRST = "SELECT id, size FROM response_chain WHERE id != ? ORDER BY used_at"
-"""Every response but the one just written (its one parameter), least recently used first,
-with its record's bytes: read only as far as the bytes over ``max_bytes`` take."""
+_OLDEST_FIRST = "SELECT id, size FROM response_chain WHERE used_at < ? ORDER BY used_at"
+"""Every response used before its one parameter (the record just written: so neither it nor
+what it builds on), least recently used first, with its record's bytes: read only as far as
+the bytes over ``max_bytes`` take."""
 
 
 class SQLiteResponseStore(EncodedStore):
@@ -146,26 +162,35 @@ class SQLiteResponseStore(EncodedStore):
     def __repr__(self) -> str:
         return f"SQLiteResponseStore({str(self.path)!r})"
 
-    async def _put_encoded(self, response_id: str, previous_response_id: str | None, data: bytes) -> None:
-        def put(db: sqlite3.Connection) -> None:
+    async def _put_encoded(self, response_id: str, link: str | None, data: bytes, *, builds_on: bool) -> bool:
+        def put(db: sqlite3.Connection) -> bool:
             with write_transaction(db):
                 now = self._now(db)
+                base_chain: list[str] = []
+                if builds_on and link is not None:
+                    try:
+                        base_chain = [row[0] for row in self._walk(db, link, now)]
+                    except PreviousResponseNotFound:
+                        return False
                 db.execute(
                     "INSERT INTO response_chain (id, previous_response_id, used_at, size) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET previous_response_id = excluded.previous_response_id, "
                     "used_at = excluded.used_at, size = excluded.size",
-                    (response_id, previous_response_id, now, len(data)),
+                    (response_id, link, now, len(data)),
                 )
                 db.execute("INSERT OR REPLACE INTO response_records (id, record) VALUES (?, ?)", (response_id, data))
+                if base_chain:
+                    _refresh(base_chain, now + 1e-6, db)  # after the record: evicted after it
                 if self.ttl_seconds is not None:
                     _delete(db, "SELECT id FROM response_chain WHERE used_at <= ?", (now - self.ttl_seconds,))
                 if self.max_entries is not None:
-                    _delete(db, _BEYOND_THE_BOUND, (self.max_entries,))
+                    _delete(db, _BEYOND_THE_BOUND, (now, self.max_entries))
                 if self.max_bytes is not None:
-                    _free_bytes(db, stored_bytes(db) - self.max_bytes, keeping=response_id)
+                    _free_bytes(db, stored_bytes(db) - self.max_bytes, used_before=now)
                 self._bytes_seen = stored_bytes(db)
+                return True
 
-        await self._file.run(put)
+        return await self._file.run(put)
 
     async def _get_encoded(self, response_id: str) -> bytes | None:
         def get(db: sqlite3.Connection) -> bytes | None:
@@ -181,6 +206,7 @@ class SQLiteResponseStore(EncodedStore):
     async def delete(self, response_id: str) -> bool:
         def delete(db: sqlite3.Connection) -> bool:
             with write_transaction(db):
+                _splice_into_later(db, response_id)
                 db.execute("DELETE FROM response_records WHERE id = ?", (response_id,))
                 deleted = db.execute("DELETE FROM response_chain WHERE id = ?", (response_id,)).rowcount > 0
                 self._bytes_seen = stored_bytes(db)
@@ -192,23 +218,29 @@ class SQLiteResponseStore(EncodedStore):
         def chain(db: sqlite3.Connection) -> list[Any]:
             with write_transaction(db):
                 now = self._now(db)
-                rows = db.execute(
-                    _CHAIN if records else _CHAIN_IDS,
-                    {"id": previous_response_id, "oldest": self._oldest_live(now), "limit": MAX_CHAIN_LENGTH},
-                ).fetchall()
-                if not rows:
-                    raise PreviousResponseNotFound(previous_response_id)
-                check_chain_length(previous_response_id, len(rows))
-                oldest_gone = rows[-1][1]
-                if oldest_gone is not None:
-                    raise PreviousResponseNotFound(previous_response_id, oldest_gone)
-                if records and (lost := next((row[0] for row in rows if row[2] is None), None)) is not None:
-                    raise PreviousResponseNotFound(previous_response_id, lost)  # written half by a crash
+                rows = self._walk(db, previous_response_id, now, records=records)
                 ids = [row[0] for row in rows]
                 _refresh(ids, now, db)
                 return [bytes(row[2]) for row in rows] if records else ids
 
         return await self._file.run(chain)
+
+    def _walk(self, db: sqlite3.Connection, response_id: str, now: float, *, records: bool = False) -> list[Any]:
+        """The rows of the chain ending at ``response_id``, newest first: (id, link), and
+        its record with ``records``; ``PreviousResponseNotFound`` names a gap."""
+        rows = db.execute(
+            _CHAIN if records else _CHAIN_IDS,
+            {"id": response_id, "oldest": self._oldest_live(now), "limit": MAX_CHAIN_LENGTH},
+        ).fetchall()
+        if not rows:
+            raise PreviousResponseNotFound(response_id)
+        check_chain_length(response_id, len(rows))
+        oldest_gone = rows[-1][1]
+        if oldest_gone is not None:
+            raise PreviousResponseNotFound(response_id, oldest_gone)
+        if records and (lost := next((row[0] for row in rows if row[2] is None), None)) is not None:
+            raise PreviousResponseNotFound(response_id, lost)  # written half by a crash
+        return rows
 
     async def stored_bytes(self) -> int:
         """The bytes of the records in the file, as its count keeps them."""
@@ -269,13 +301,37 @@ def _refresh(newest_first: list[str], now: float, db: sqlite3.Connection) -> Non
         )
 
 
-def _free_bytes(db: sqlite3.Connection, excess: int, *, keeping: str) -> None:
-    """Delete the least recently used responses but ``keeping``, as many as it takes to
-    free ``excess`` bytes (nothing if it is not positive)."""
+def _splice_into_later(db: sqlite3.Connection, response_id: str) -> None:
+    """Give the records building on ``response_id``'s input its items (``spliced``)."""
+    later = db.execute(
+        "SELECT chain.id, records.record FROM response_chain AS chain JOIN response_records AS records "
+        "ON records.id = chain.id WHERE chain.previous_response_id = ?",
+        (response_id,),
+    ).fetchall()
+    builders = [record for _, data in later if (record := decode_record(bytes(data))).input_base == response_id]
+    if not builders:
+        return
+    row = db.execute("SELECT record FROM response_records WHERE id = ?", (response_id,)).fetchone()
+    if row is None:
+        return
+    base = decode_record(bytes(row[0]))
+    for record in builders:
+        whole = spliced(record, base)
+        data = encode_record(whole)
+        db.execute("UPDATE response_records SET record = ? WHERE id = ?", (data, whole.id))
+        db.execute(
+            "UPDATE response_chain SET previous_response_id = ?, size = ? WHERE id = ?",
+            (whole.link, len(data), whole.id),
+        )
+
+
+def _free_bytes(db: sqlite3.Connection, excess: int, *, used_before: float) -> None:
+    """Delete the least recently used responses of those used before ``used_before``, as
+    many as it takes to free ``excess`` bytes (nothing if it is not positive)."""
     if excess <= 0:
         return
     doomed: list[tuple[str]] = []
-    with contextlib.closing(db.execute(_OLDEST_FIRST, (keeping,))) as oldest_first:
+    with contextlib.closing(db.execute(_OLDEST_FIRST, (used_before,))) as oldest_first:
         for response_id, size in oldest_first:
             doomed.append((response_id,))
             excess -= size
