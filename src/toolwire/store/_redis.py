@@ -14,16 +14,16 @@ Layout, under a key prefix (``toolwire:`` by default)::
 The sorted set is the eviction order: every write drops the ids whose time to live has
 passed, then trims it to ``max_entries`` and to ``max_bytes`` of records (deleting the
 least recently used; never the record just written, whatever its size, nor the records
-its input builds on, refreshed after it). An id leaves the
-set, the sizes and the sum together, so the sum stays right even when Redis itself drops
-a record (its time to live, its own eviction). Writing a response, deleting one and walking
-a chain are one Lua script each, so they are atomic and a chain of any length costs one
-round trip; walking a chain refreshes the time to live and the place in the eviction order
-of every response in it. (The scripts touch keys they compute, so this works on a single
-Redis server, not on Redis Cluster.) Deleting a record that others build on takes two
-calls: the script answers with their records, which are spliced here (JSON is not for
-Lua to rewrite), then called again with them, and applies them only if those records are
-still exactly what was read (else it answers afresh).
+its input builds on, refreshed after it). An id leaves the set, the sizes and the sum
+together, so the sum stays right even when Redis itself drops a record (its time to live,
+its own eviction). Writing a response, deleting one and walking a chain are one Lua script
+each, so they are atomic and a chain of any length costs one round trip; walking a chain
+refreshes the time to live and the place in the eviction order of every response in it.
+(The scripts touch keys they compute, so this works on a single Redis server, not on Redis
+Cluster.) Deleting a record that others build on takes two calls: the script answers
+with their records, which are spliced here (JSON is not for Lua to rewrite: its encoder
+would change numbers and empty arrays), then called again with them, and applies them
+only if those records are still exactly what was read (else it answers afresh).
 
 Redis going away is an expected event: commands have bounded socket timeouts, each is
 retried once on a fresh connection (which also heals connections a restart broke),
