@@ -10,12 +10,19 @@ import toolwire.store
 from toolwire.errors import NotFoundError, RequestError, ToolwireError
 from toolwire.store import (
     MAX_CHAIN_LENGTH,
+    InputNotWhole,
     PreviousResponseNotFound,
     StoredResponse,
     StoreUnavailable,
     stored_items,
 )
-from toolwire.store._base import check_chain_length, conversation_of, decode_record, encode_record
+from toolwire.store._base import (
+    check_chain_length,
+    conversation_of,
+    decode_record,
+    encode_record,
+    spliced,
+)
 
 from .records import exchange, response_object
 
@@ -122,6 +129,36 @@ def test_a_response_without_an_id_cannot_be_stored() -> None:
 def test_a_response_cannot_continue_itself() -> None:
     with pytest.raises(ValueError, match="cannot continue itself"):
         exchange("resp_1", "hi", previous="resp_1")
+
+
+def test_a_record_builds_on_a_previous_response_or_on_an_input_never_both() -> None:
+    with pytest.raises(ValueError, match="'resp_2' builds on a previous response and on an input at once"):
+        StoredResponse.from_exchange(response_object("resp_2", "a"), "hi", previous_response_id="resp_1", input_base="resp_0")
+    with pytest.raises(ValueError, match="cannot continue itself"):
+        StoredResponse.from_exchange(response_object("resp_2", "a"), "hi", input_base="resp_2")
+
+
+def test_a_record_building_on_an_input_numbers_its_items_after_it() -> None:
+    # Its items get the ids the whole input would have given them at their places.
+    whole = [{"role": "user", "content": f"q{n}"} for n in range(5)]
+    built = StoredResponse.from_exchange(response_object("resp_2", "a"), whole[3:], input_base="resp_1", items_before=3)
+    assert built.input_items == stored_items(whole, "resp_2")[3:]
+    assert built.link == "resp_1" and exchange("resp_3", "q", previous="resp_2").link == "resp_2"
+    assert decode_record(encode_record(built)) == built
+
+
+def test_splicing_gives_a_record_the_items_of_the_one_it_builds_on() -> None:
+    base = StoredResponse.from_exchange(response_object("resp_1", "a"), "q1", input_base="resp_0")
+    later = StoredResponse.from_exchange(response_object("resp_2", "b"), "q2", input_base="resp_1", items_before=1)
+    whole = spliced(later, base)
+    assert (whole.input_base, whole.input_items) == ("resp_0", (*base.input_items, *later.input_items))
+    with pytest.raises(ValueError, match="response 'resp_1' does not build on 'resp_2'"):
+        spliced(base, later)
+
+
+def test_input_not_whole_keeps_both_ids() -> None:
+    gone = InputNotWhole("resp_3", "resp_1")
+    assert (gone.response_id, gone.missing_id) == ("resp_3", "resp_1")
 
 
 def test_records_round_trip_through_their_encoding() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from toolwire.store import InputNotWhole, PreviousResponseNotFound, ResponseStore, StoredResponse
+from toolwire.store._base import encode_record
 
 from .conftest import StoreFactory
 from .records import exchange, resent, texts
@@ -108,13 +109,17 @@ async def test_deleting_the_newest_leaves_the_rest(store: ResponseStore) -> None
 
 
 async def test_the_store_counts_the_bytes_of_what_each_record_holds(store: ResponseStore) -> None:
-    records = await session(store, 3)
-    held = await store.stored_bytes()
+    await session(store, 4)
+
+    async def held(*response_ids: str) -> int:
+        records = [await store.get(response_id) for response_id in response_ids]
+        return sum(len(encode_record(record)) for record in records if record is not None)
+
+    assert await store.stored_bytes() == await held("resp_1", "resp_2", "resp_3", "resp_4")
+    assert await store.delete("resp_2")  # resp_3 grows by resp_2's items
+    assert await store.stored_bytes() == await held("resp_1", "resp_3", "resp_4")
     assert await store.delete("resp_1")
-    grown = await store.stored_bytes()
-    # resp_2 took resp_1's input: what resp_1 held but its response object and framing.
-    assert held - grown < len(str(records[0].response)) + 400
-    assert grown < held
+    assert await store.stored_bytes() == await held("resp_3", "resp_4")
 
 
 async def test_the_records_a_record_builds_on_are_evicted_after_it(make_store: StoreFactory) -> None:

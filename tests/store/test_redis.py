@@ -18,7 +18,7 @@ import redis
 
 from tests.agent.processes import wait_until_stopped
 from tests.reliability.helpers import wait_until
-from toolwire.store import InputNotWhole, StoreUnavailable, open_store
+from toolwire.store import InputNotWhole, PreviousResponseNotFound, StoreUnavailable, open_store
 from toolwire.store import RedisServer as RedisServerConnection
 from toolwire.store._base import encode_record
 from toolwire.store._redis import RedisResponseStore
@@ -326,14 +326,19 @@ async def test_records_building_on_a_key_redis_dropped_by_itself_stay_as_they_ar
     try:
         await store.put(first)
         await store.put(resent("resp_2", "q2", on=first, items_before=1))
+        await store.put(resent("resp_2b", "q2 again", on=first, items_before=1))
         with redis.Redis.from_url(fresh_redis.url) as client:
             client.delete("toolwire:response:resp_1")  # its own eviction (maxmemory), say
         assert await store.delete("resp_1") is False
-        second = await store.get("resp_2")
-        assert second is not None and second.input_base == "resp_1"
-        with pytest.raises(InputNotWhole) as caught:
-            await store.input_of(second)
-        assert caught.value.missing_id == "resp_1"
+        for response_id in ("resp_2", "resp_2b"):
+            later = await store.get(response_id)
+            assert later is not None and later.input_base == "resp_1"
+            with pytest.raises(InputNotWhole) as caught:
+                await store.input_of(later)
+            assert caught.value.missing_id == "resp_1"
+            with pytest.raises(PreviousResponseNotFound) as gap:  # its link kept too
+                await store.chain_ids(response_id)
+            assert gap.value.missing_id == "resp_1"
     finally:
         await store.aclose()
 

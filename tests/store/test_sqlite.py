@@ -21,7 +21,7 @@ from toolwire.store import (
 )
 from toolwire.store._base import encode_record
 
-from .records import exchange, texts
+from .records import exchange, resent, texts
 
 
 async def test_the_file_is_created_on_first_use_readable_by_its_owner_only(tmp_path: Path) -> None:
@@ -54,6 +54,23 @@ async def test_expired_rows_are_deleted_on_the_next_write(tmp_path: Path) -> Non
     with sqlite3.connect(tmp_path / "r.db") as db:
         assert db.execute("SELECT id FROM response_chain").fetchall() == [("resp_new",)]
         assert db.execute("SELECT id FROM response_records").fetchall() == [("resp_new",)]  # records go too
+
+
+async def test_what_a_record_builds_on_is_refreshed_by_its_write_as_used_then(tmp_path: Path) -> None:
+    # Just after the record, in the eviction order, but at the same time for the time to live.
+    now = [1000.0]
+    store = SQLiteResponseStore(tmp_path / "r.db", ttl_seconds=10, max_entries=None, clock=lambda: now[0])
+    try:
+        first = exchange("resp_1", "q1")
+        await store.put(first)
+        now[0] += 5
+        await store.put(resent("resp_2", "q2", on=first, items_before=1))
+        now[0] += 9.9
+        assert await store.get("resp_1") is not None
+        now[0] += 0.2
+        assert await store.get("resp_1") is None and await store.get("resp_2") is None
+    finally:
+        await store.aclose()
 
 
 async def test_a_file_of_the_layout_before_is_moved_over_and_continued(tmp_path: Path) -> None:

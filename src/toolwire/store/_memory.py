@@ -102,7 +102,8 @@ class MemoryResponseStore(EncodedStore):
                 data = encode_record(whole)
                 self._bytes += len(data) - len(later.data)
                 later.data, later.link = data, whole.link
-        return self._remove(response_id)
+        self._remove(response_id)
+        return True
 
     async def stored_bytes(self) -> int:
         """The bytes of the records kept."""
@@ -149,12 +150,10 @@ class MemoryResponseStore(EncodedStore):
             return None
         return entry
 
-    def _remove(self, response_id: str) -> bool:
+    def _remove(self, response_id: str) -> None:
         entry = self._entries.pop(response_id, None)
-        if entry is None:
-            return False
-        self._bytes -= len(entry.data)
-        return True
+        if entry is not None:
+            self._bytes -= len(entry.data)
 
     def _expiry(self, now: float) -> float:
         return now + self.ttl_seconds if self.ttl_seconds is not None else float("inf")

@@ -169,7 +169,7 @@ class SQLiteResponseStore(EncodedStore):
                 base_chain: list[str] = []
                 if builds_on and link is not None:
                     try:
-                        base_chain = [row[0] for row in self._walk(db, link, now)]
+                        base_chain = [row[0] for row in self._walk(db, link, now, records=False)]
                     except PreviousResponseNotFound:
                         return False
                 db.execute(
@@ -225,7 +225,7 @@ class SQLiteResponseStore(EncodedStore):
 
         return await self._file.run(chain)
 
-    def _walk(self, db: sqlite3.Connection, response_id: str, now: float, *, records: bool = False) -> list[Any]:
+    def _walk(self, db: sqlite3.Connection, response_id: str, now: float, *, records: bool) -> list[Any]:
         """The rows of the chain ending at ``response_id``, newest first: (id, link), and
         its record with ``records``; ``PreviousResponseNotFound`` names a gap."""
         rows = db.execute(
