@@ -43,6 +43,19 @@ async def keep(history: History, record: StoredResponse, before: Conversation = 
     return after
 
 
+async def test_only_a_store_keeps_records_building_on_an_earlier_input() -> None:
+    # A connection grows its conversations from each record's whole input; a gateway
+    # without a store keeps nothing, and says so by keeping what it is given as kept.
+    store = StoreHistory(MemoryResponseStore(ttl_seconds=None, max_entries=None))
+    assert store.builds_on_inputs() is True
+    assert ConnectionHistory(store).builds_on_inputs() is False
+    nowhere = StoreHistory(None)
+    assert nowhere.builds_on_inputs() is False
+    assert await nowhere.keep(record(1), before=EMPTY, after=None, store_requested=True) is True
+    assert await store.keep(record(2), before=EMPTY, after=None, store_requested=False) is True
+    assert await store.store.get("resp_2") is None  # (store: false)
+
+
 async def test_a_connection_continues_its_own_responses_without_the_store() -> None:
     history = ConnectionHistory(StoreHistory(None))
     await keep(history, record(1), store=False)

@@ -131,10 +131,10 @@ class StoredInput:
     records: int
 
     @staticmethod
-    def of(known: KnownHistory | KnownItems | None, owner: str | None) -> StoredInput | None:
+    def of(known: KnownHistory | KnownItems, owner: str | None) -> StoredInput | None:
         """What was noted on ``known`` for ``owner``, if anything."""
-        noted = known.derived.get((StoredInput, owner)) if known is not None else None
-        return noted if isinstance(noted, StoredInput) else None
+        noted: StoredInput | None = known.derived.get((StoredInput, owner))
+        return noted
 
     def note(self, known: KnownHistory | KnownItems, owner: str | None) -> None:
         """Note this on ``known`` for ``owner`` (in place of what was noted before)."""

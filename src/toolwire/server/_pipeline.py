@@ -295,15 +295,16 @@ class Keeper:
         self._response_id = response_id
         self._previous = request.previous_response_id
         self._link = link = request.history()
-        self._resent = self._previous is None and link is not None and link.continues is not None
+        resent = link.continues if link is not None and self._previous is None else None  # the history it resent
+        self._resent = resent is not None
         self._store_requested = request.store is not False
         self._own_input: list[ItemDict] | None = None
         self._base: StoredInput | None = None
         self._before = EMPTY
         self._sent: KnownItems | None = None  # the whole input sent, when it continues a conversation
         keeps = history.keeps_responses(self._store_requested)
-        if keeps and self._resent and history.builds_on_inputs() and link is not None:
-            base = StoredInput.of(link.continues, owner)
+        if keeps and resent is not None and history.builds_on_inputs():
+            base = StoredInput.of(resent, owner)
             if base is not None and base.records < MAX_INPUT_BASES:
                 self._base = base
         if keeps or self._previous is not None:
