@@ -466,6 +466,8 @@ async def listed_input(client: httpx.AsyncClient, response_id: str, key: str | N
     page = await client.get(f"/v1/responses/{response_id}/input_items", params={"order": "asc", "limit": 100}, headers=headers)
     assert page.status_code == 200, page.text
     data: list[JSON] = page.json()["data"]
+    # Its last item, the turn's own prompt, has the id storing the whole input gives it there.
+    assert data[-1]["id"] == stored_items([{**item, "id": None} for item in data], response_id)[-1]["id"]
     return data
 
 
@@ -500,41 +502,46 @@ async def stored_records(path: Path, sent: list[tuple[dict[str, Any], list[JSON]
 async def test_an_input_spread_over_the_most_records_allowed_is_stored_whole_again(
     upstream: ChatUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "MAX_INPUT_BASES", 2)  # (256: a listing walks at most that many records)
+    monkeypatch.setattr(pipeline, "MAX_INPUT_BASES", 3)  # (256: a listing walks at most that many records)
     path = tmp_path / "responses.sqlite3"
     async with gateway_client(chat_config(upstream.base_url, store=f"sqlite://{path}")) as client:
-        sent = await resend_session(client, upstream, 5)
-        assert without_ids(await listed_input(client, sent[4][0]["id"])) == without_ids(sent[4][1])
+        sent = await resend_session(client, upstream, 6)
+        assert without_ids(await listed_input(client, sent[5][0]["id"])) == without_ids(sent[5][1])
     ids = [answered["id"] for answered, _ in sent]
-    assert [r.input_base if r else "gone" for r in await stored_records(path, sent)] == [None, ids[0], None, ids[2], None]
+    bases = [r.input_base if r else "gone" for r in await stored_records(path, sent)]
+    assert bases == [None, ids[0], ids[1], None, ids[3], ids[4]]
 
 
-async def test_a_record_never_builds_on_another_keys_and_a_lost_one_is_stored_whole(
+async def test_a_record_never_builds_on_another_keys(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TW_PIPELINE_TEST_KEYS", "key-a, key-b")
     path = tmp_path / "responses.sqlite3"
     config = chat_config(upstream.base_url, api_key_env="TW_PIPELINE_TEST_KEYS", store=f"sqlite://{path}")
-    b = {"authorization": "Bearer key-b"}
     async with gateway_client(config) as client:
         mine = await resend_session(client, upstream, 2, key="key-a")
         # key-a's last body from another key: a history the gateway knows, stored as the
         # input of key-a's last response, which is not key-b's to build on.
         theirs = await resend_session(client, upstream, 3, key="key-b", start=mine[1][1])
-        assert without_ids(await listed_input(client, theirs[2][0]["id"], "key-b")) == without_ids(theirs[2][1])
-        assert (await client.get(f"/v1/responses/{mine[1][0]['id']}", headers=b)).status_code == 404
-        built_on = [r.input_base if r else "gone" for r in await stored_records(path, theirs)]
-        assert built_on == [None, theirs[0][0]["id"], theirs[1][0]["id"]]
-        # key-b deletes all it stored; its next first turn finds nothing left to build on.
-        for answered, _ in theirs:
-            assert (await client.delete(f"/v1/responses/{answered['id']}", headers=b)).status_code == 200
-        again = await resend_session(client, upstream, 3, key="key-b", start=mine[1][1])
-        for answered, items in again:
+        for answered, items in theirs:
             assert without_ids(await listed_input(client, answered["id"], "key-b")) == without_ids(items)
-        assert without_ids(await listed_input(client, mine[1][0]["id"], "key-a")) == without_ids(mine[1][1])
-    bases = [[r.input_base if r else "gone" for r in await stored_records(path, s)] for s in (mine, theirs, again)]
-    assert bases == [[None, mine[0][0]["id"]], ["gone"] * 3, [None, again[0][0]["id"], again[1][0]["id"]]]
-    assert len((await stored_records(path, again))[0].input_items) == 3  # whole
+        assert (await client.get(f"/v1/responses/{mine[1][0]['id']}", headers={"authorization": "Bearer key-b"})).status_code == 404
+    bases = [[r.input_base if r else "gone" for r in await stored_records(path, s)] for s in (mine, theirs)]
+    assert bases == [[None, mine[0][0]["id"]], [None, theirs[0][0]["id"], theirs[1][0]["id"]]]
+
+
+async def test_a_turn_whose_record_to_build_on_was_deleted_is_stored_whole(upstream: ChatUpstream, tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite3"
+    async with gateway_client(chat_config(upstream.base_url, store=f"sqlite://{path}")) as client:
+        first = await resend_session(client, upstream, 2)
+        assert (await client.delete(f"/v1/responses/{first[1][0]['id']}")).status_code == 200
+        (answered, items) = first[1]
+        then = await resend_session(client, upstream, 2, start=[*items, *answered["output"], {"role": "user", "content": "Turn 3."}])
+        for answered, items in then:
+            assert without_ids(await listed_input(client, answered["id"])) == without_ids(items)
+    records = await stored_records(path, then)
+    assert [r.input_base if r else "gone" for r in records] == [None, then[0][0]["id"]]
+    assert records[0] is not None and len(records[0].input_items) == 5  # whole
 
 
 async def test_store_false_keeps_nothing_and_an_unknown_previous_id_is_404(upstream: ChatUpstream) -> None:

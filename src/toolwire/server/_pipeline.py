@@ -337,11 +337,12 @@ class Keeper:
         if self._history.keeps_conversation(resent=self._resent):
             after = self._before.grown(record, self._sent)
         if not await self._keep(record, after) and self._base is not None:
-            # The input it builds on is no longer stored whole: store its own.
+            # The input it builds on is no longer stored whole: store its own. (A history
+            # that keeps the conversation a record makes builds on no input: none to keep.)
             self._base = None
             self._own_input = self._whole_input(None)
             record = self._record(response)
-            await self._keep(record, after)
+            await self._keep(record, None)
         link = self._link
         if self._previous is None and link is not None and link.own is not None:
             records = self._base.records + 1 if self._base is not None else 1
