@@ -3,6 +3,7 @@ and several gateway processes sharing one real Redis (which restarts mid-test)."
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import GatewayProcess
+from toolwire.store import SQLiteResponseStore, StoredResponse
 
 
 def client_for(gateway: GatewayProcess) -> openai.OpenAI:
@@ -113,3 +115,37 @@ def test_gateways_share_responses_through_redis_and_ride_out_a_restart(
             again = on_first.responses.create(model="m", input="after restart")
             assert again.output_text == "three"
             assert on_second.responses.retrieve(again.id).id == again.id
+
+
+def test_the_openai_sdk_resending_its_history_has_each_record_hold_its_new_items_only(
+    upstream: ChatUpstream, tmp_path: Path
+) -> None:
+    # The SDK's way when a program keeps the conversation itself: the whole history as the
+    # input of every request, store left true. Each record builds on the one before; the
+    # SDK lists the whole input all the same.
+    path = tmp_path / "responses.sqlite3"
+    with GatewayProcess(upstream.base_url, tmp_path / "gateway.log", "--store", f"sqlite://{path}") as gateway, \
+            client_for(gateway) as client:  # fmt: skip
+        history: list[dict] = [{"role": "user", "content": "Hi."}]
+        created = []
+        for turn in range(4):
+            upstream.enqueue(Text(f"Answer {turn}."))
+            created.append(client.responses.create(model="m", input=history))
+            history += [item.model_dump(exclude_none=True) for item in created[-1].output]
+            history.append({"role": "user", "content": f"Turn {turn + 2}."})
+        listed = client.responses.input_items.list(created[-1].id, order="asc", limit=100).data
+    assert [(item.role, item.content[0].text) for item in listed if item.type == "message"] == [
+        ("user", "Hi."), ("assistant", "Answer 0."), ("user", "Turn 2."), ("assistant", "Answer 1."),
+        ("user", "Turn 3."), ("assistant", "Answer 2."), ("user", "Turn 4."),
+    ]  # fmt: skip
+
+    async def stored() -> list[StoredResponse | None]:
+        store = SQLiteResponseStore(path, ttl_seconds=None, max_entries=None)
+        try:
+            return [await store.get(response.id) for response in created]
+        finally:
+            await store.aclose()
+
+    assert [(r.input_base, len(r.input_items)) for r in asyncio.run(stored()) if r is not None] == [
+        (None, 1), (created[0].id, 2), (created[1].id, 2), (created[2].id, 2)
+    ]
