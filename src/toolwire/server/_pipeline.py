@@ -294,7 +294,7 @@ class Keeper:
         self._owner = owner
         self._response_id = response_id
         self._previous = request.previous_response_id
-        self._link = link = request.history()
+        link = request.history()
         resent = link.continues if link is not None and self._previous is None else None  # the history it resent
         self._resent = resent is not None
         self._store_requested = request.store is not False
@@ -303,6 +303,9 @@ class Keeper:
         self._before = EMPTY
         self._sent: KnownItems | None = None  # the whole input sent, when it continues a conversation
         keeps = history.keeps_responses(self._store_requested)
+        # Held for as long as the answer streams, only where its record may be noted as holding
+        # the history (or stored whole after all): it holds the request's items.
+        self._link = link if keeps and self._previous is None else None
         if keeps and resent is not None and history.builds_on_inputs():
             base = StoredInput.of(resent, owner)
             if base is not None and base.records < MAX_INPUT_BASES:
@@ -311,7 +314,7 @@ class Keeper:
             if self._base is not None and link is not None:
                 self._own_input = [dump_item(item) for item in link.input[link.known :]]
             else:
-                self._own_input = self._whole_input(request)
+                self._own_input = link.dumped_input() if link is not None else [dump_item(i) for i in request.input_items()]
 
     async def with_history(self, request: ResponsesRequest) -> ResponsesRequest:
         """``request`` with the conversation so far before its own input, when it continues one."""
@@ -336,15 +339,15 @@ class Keeper:
         record = self._record(response)
         if self._history.keeps_conversation(resent=self._resent):
             after = self._before.grown(record, self._sent)
-        if not await self._keep(record, after) and self._base is not None:
+        link = self._link
+        if not await self._keep(record, after) and self._base is not None and link is not None:
             # The input it builds on is no longer stored whole: store its own. (A history
             # that keeps the conversation a record makes builds on no input: none to keep.)
             self._base = None
-            self._own_input = self._whole_input(None)
+            self._own_input = link.dumped_input()
             record = self._record(response)
             await self._keep(record, None)
-        link = self._link
-        if self._previous is None and link is not None and link.own is not None:
+        if link is not None and link.own is not None:
             records = self._base.records + 1 if self._base is not None else 1
             StoredInput(record.id, records).note(link.own, self._owner)
 
@@ -364,13 +367,6 @@ class Keeper:
         return await self._history.keep(
             record, before=self._before, after=after, store_requested=self._store_requested
         )
-
-    def _whole_input(self, request: ResponsesRequest | None) -> list[ItemDict]:
-        """The request's own input, dumped: from its link's bytes where it has one."""
-        if self._link is not None:
-            return self._link.dumped_input()
-        assert request is not None
-        return [dump_item(item) for item in request.input_items()]
 
 
 @contextlib.asynccontextmanager
