@@ -302,6 +302,16 @@ def spliced(record: StoredResponse, base: StoredResponse) -> StoredResponse:
     )
 
 
+def spliced_encoded(data: bytes | str, base: StoredResponse) -> tuple[StoredResponse, bytes] | None:
+    """The encoded record ``data`` given ``base``'s items (``spliced``), and its encoding;
+    None when it does not build on ``base``'s input (it continues ``base`` by id, say)."""
+    record = decode_record(data)
+    if record.input_base != base.id:
+        return None
+    whole = spliced(record, base)
+    return whole, encode_record(whole)
+
+
 def check_chain_length(previous_response_id: str, length: int) -> None:
     """Refuse a chain longer than ``MAX_CHAIN_LENGTH`` (which also stops a corrupt cycle)."""
     if length > MAX_CHAIN_LENGTH:

@@ -21,13 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._base import (
-    PreviousResponseNotFound,
-    check_chain_length,
-    decode_record,
-    encode_record,
-    spliced,
-)
+from ._base import PreviousResponseNotFound, check_chain_length, decode_record, spliced_encoded
 from ._encoded import EncodedStore
 
 
@@ -96,10 +90,9 @@ class MemoryResponseStore(EncodedStore):
         if entry is None:
             return False
         base = decode_record(entry.data)
-        for later in list(self._entries.values()):
-            if later.link == response_id and (record := decode_record(later.data)).input_base == response_id:
-                whole = spliced(record, base)
-                data = encode_record(whole)
+        for later in self._entries.values():
+            if later.link == response_id and (built := spliced_encoded(later.data, base)) is not None:
+                whole, data = built
                 self._bytes += len(data) - len(later.data)
                 later.data, later.link = data, whole.link
         self._remove(response_id)

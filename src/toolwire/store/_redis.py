@@ -42,8 +42,7 @@ from ._base import (
     StoreUnavailable,
     check_chain_length,
     decode_record,
-    encode_record,
-    spliced,
+    spliced_encoded,
 )
 from ._encoded import EncodedStore
 from ._redis_server import DEFAULT_KEY_PREFIX, DEFAULT_SOCKET_TIMEOUT_SECONDS, RedisServer
@@ -382,10 +381,7 @@ def _splices(base_data: bytes, builders: list[bytes]) -> list[bytes | str]:
     base = decode_record(base_data) if base_data else None
     splices: list[bytes | str] = []
     for builder_id, data in zip(builders[::2], builders[1::2], strict=True):
-        record = decode_record(data)
-        if base is None:
-            splices += [builder_id, data, data, record.link or ""]
-            continue
-        whole = spliced(record, base)
-        splices += [builder_id, data, encode_record(whole), whole.link or ""]
+        built = spliced_encoded(data, base) if base is not None else None
+        whole, new = built if built is not None else (decode_record(data), data)
+        splices += [builder_id, data, new, whole.link or ""]
     return splices

@@ -49,8 +49,7 @@ from ._base import (
     PreviousResponseNotFound,
     check_chain_length,
     decode_record,
-    encode_record,
-    spliced,
+    spliced_encoded,
 )
 from ._encoded import EncodedStore
 from ._sqlite_file import SQLiteFile, write_transaction
@@ -303,21 +302,20 @@ def _refresh(newest_first: list[str], now: float, db: sqlite3.Connection) -> Non
 
 def _splice_into_later(db: sqlite3.Connection, response_id: str) -> None:
     """Give the records building on ``response_id``'s input its items (``spliced``)."""
-    later = db.execute(
-        "SELECT chain.id, records.record FROM response_chain AS chain JOIN response_records AS records "
-        "ON records.id = chain.id WHERE chain.previous_response_id = ?",
-        (response_id,),
-    ).fetchall()
-    builders = [record for _, data in later if (record := decode_record(bytes(data))).input_base == response_id]
-    if not builders:
-        return
     row = db.execute("SELECT record FROM response_records WHERE id = ?", (response_id,)).fetchone()
     if row is None:
         return
     base = decode_record(bytes(row[0]))
-    for record in builders:
-        whole = spliced(record, base)
-        data = encode_record(whole)
+    later = db.execute(
+        "SELECT records.record FROM response_chain AS chain JOIN response_records AS records "
+        "ON records.id = chain.id WHERE chain.previous_response_id = ?",
+        (response_id,),
+    ).fetchall()
+    for (data,) in later:
+        built = spliced_encoded(bytes(data), base)
+        if built is None:
+            continue
+        whole, data = built
         db.execute("UPDATE response_records SET record = ? WHERE id = ?", (data, whole.id))
         db.execute(
             "UPDATE response_chain SET previous_response_id = ?, size = ? WHERE id = ?",
