@@ -82,10 +82,10 @@ async def test_deleting_a_record_others_build_on_gives_them_its_items_first(stor
     await session(store, 4)
     second = await store.get("resp_2")
     assert second is not None
-    retried = resent("resp_3b", "q3 again", on=second, items_before=3)  # a turn retried: two build on resp_2
-    assert await store.put(retried)
     by_id = exchange("resp_by_id", "by id", previous="resp_2")  # continues resp_2's conversation, not its input
     assert await store.put(by_id)
+    retried = resent("resp_3b", "q3 again", on=second, items_before=3)  # a turn retried: two build on resp_2
+    assert await store.put(retried)
     assert await store.delete("resp_2") is True
     assert await store.get("resp_2") is None
     third, again = await store.get("resp_3"), await store.get("resp_3b")
