@@ -216,6 +216,9 @@ _TEXT = st.sampled_from(["Hi", " there", "", " `code`", "<tool_call>", '{"name":
                          "</tool_call>", "<think>", "hm", "</think>", "\u00e9\U0001f600", '"\\', "\n"])  # fmt: skip
 
 
+_BLANKS = st.sampled_from([b"", b" ", b"\t", b"\r", b" \t", b"\r "])
+
+
 @st.composite
 def stream_bytes(draw: st.DrawFn) -> bytes:
     make = SHAPES[draw(st.sampled_from(sorted(SHAPES)))]
@@ -240,8 +243,12 @@ def stream_bytes(draw: st.DrawFn) -> bytes:
     chunks.append(make({}, draw(st.sampled_from(["stop", "length", "tool_calls"]))))
     frames: list[bytes] = []
     for chunk in chunks:
-        how = draw(st.sampled_from(["compact"] * 8 + ["spaced", "no space", "crlf", "two lines", "comment", "named"]))
+        how = draw(st.sampled_from(["compact"] * 8 + ["spaced", "no space", "crlf", "two lines", "comment", "named", "blanks"]))
         data = json.dumps(chunk).encode() if how == "spaced" else orjson.dumps(chunk)
+        if how == "blanks":  # around the content's string, a CR among them ending the line there
+            content = b'"content":' + orjson.dumps(chunk["choices"][0]["delta"].get("content"))
+            before, after = draw(_BLANKS), draw(_BLANKS)
+            data = data.replace(content, content[:10] + before + content[10:] + after, 1)
         if how == "no space":
             frames.append(b"data:" + data + b"\n\n")
         elif how == "crlf":

@@ -45,7 +45,11 @@ _PROBE = "\x00toolwire-probe"
 _PROBE_LITERAL = orjson.dumps(_PROBE)
 _DATA_PREFIX = b"data: "
 _EVENT_END = b"\n\n"
-_LF = ord("\n")
+_LF = b"\n"
+_CR = b"\r"
+_WINDOW = 16 * 1024
+"""How far a run of frames is read at once: reading a run splits that much of the read,
+so a stream whose runs are short is not split over and over to the end of each read."""
 _MAX_LESSONS = 4
 """Shapes one stream may teach: a server that changes its chunks' bytes every time (an
 ever-new field) stops costing a lesson per chunk."""
@@ -125,31 +129,26 @@ class PlainContentFrames:
     def learned(self) -> bool:
         return self._shape is not None
 
-    def read_run(self, data: bytes, start: int, longest: int) -> tuple[list[str], int]:
-        """The contents of the frames of the learned shape that follow each other in
-        ``data`` from ``start`` (each at most ``longest`` bytes), and where they end."""
-        texts: list[str] = []
+    def read_run(self, data: bytes, start: int, longest: int) -> tuple[str, int]:
+        """The contents, joined, of the frames of the learned shape that follow each other
+        in ``data`` from ``start`` (each at most ``longest`` bytes), and where they end
+        (``""`` and ``start``: none).
+
+        A frame followed by another of the shape begins a run: the frames within the
+        next ``_WINDOW`` bytes are read at once (``_whole_run``). A frame alone, and a run
+        that cannot be read that way (a frame longer than that, a string that does not
+        parse alone), are read frame by frame, which stops at the first frame that is not
+        of the shape."""
         shape = self._shape
-        if shape is None:
-            return texts, start
-        head, tail = shape.head, shape.tail
-        find, loads, head_size, tail_size = data.find, orjson.loads, len(head), len(tail)
-        while data.startswith(head, start):
-            # The first LF: no JSON string holds one, so in a frame of the shape it is the
-            # first of the two that end it (the tail's). Found as one byte, it is found fast.
-            end = find(_LF, start) + 2
-            string_end = end - tail_size
-            if string_end <= start + head_size or end - start > longest or not data.startswith(tail, string_end):
-                break  # (no LF after start: end is 1, string_end before the head's end)
-            try:
-                text = loads(data[start + head_size : string_end])
-            except orjson.JSONDecodeError:
-                break  # invalid UTF-8, a control character, more than one value
-            if type(text) is not str or not text:
-                break  # a number, null, an object; or nothing to say
-            texts.append(text)
-            start = end
-        return texts, start
+        if shape is None or not data.startswith(shape.head, start):
+            return "", start
+        # The first LF: no JSON string holds one, so in a frame of the shape it is the
+        # first of the two that end it (the tail's). Found as one byte, it is found fast.
+        end = data.find(_LF, start) + 2
+        if not data.startswith(shape.head, end):  # a frame alone (no LF: end is 1)
+            text = _frame_text(data, start, end, longest, shape)
+            return (text, end) if text else ("", start)
+        return _whole_run(data, start, min(longest, _WINDOW), shape) or _frame_by_frame(data, start, longest, shape)
 
     def learn(self, data: str, chunk: JSON) -> None:
         """Take the shape of ``chunk``, parsed from ``data``, if it is plain and its bytes
@@ -179,3 +178,67 @@ class PlainContentFrames:
             return
         self._shape = _Shape(_DATA_PREFIX + head, tail + _EVENT_END, head.decode(), tail.decode())
         self._lessons += 1
+
+
+def _whole_run(data: bytes, start: int, window: int, shape: _Shape) -> tuple[str, int] | None:
+    """The run of frames of ``shape`` that begins at ``start`` and ends within ``window``
+    bytes of it, read with one split and one parse: the contents, where the run ends; None
+    if one of them is not read this way (``_frame_by_frame`` says which).
+
+    The pieces between the tails that begin with the head are the run's frames. Their
+    strings are parsed as one JSON array, each piece one element, joined by a comma and a
+    TAB: a raw TAB cannot be inside a JSON string, so no string spans two pieces, and an
+    array of exactly as many strings as pieces means that each piece is one string (blanks
+    around it allowed, as ``orjson`` allows them around a value alone)."""
+    head, tail = shape.head, shape.tail
+    pieces = data[start : start + window].split(tail)
+    pieces.pop()  # what follows the last tail: not a whole frame
+    head_size = len(head)
+    strings: list[bytes] = []
+    for piece in pieces:
+        if not piece.startswith(head):
+            break
+        strings.append(piece[head_size:])
+    joined = b",\t".join(strings)
+    if not strings or _LF in joined or _CR in joined:
+        return None  # (a line end in a frame: that frame is not one line)
+    try:
+        texts = orjson.loads(b"[" + joined + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    if len(texts) != len(strings) or "" in texts:
+        return None
+    try:
+        text = "".join(texts)
+    except TypeError:
+        return None  # (not a string: a number, null, an object)
+    return text, start + len(strings) * (head_size + len(tail)) + sum(map(len, strings))
+
+
+def _frame_by_frame(data: bytes, start: int, longest: int, shape: _Shape) -> tuple[str, int]:
+    """``PlainContentFrames.read_run``, one frame after another."""
+    texts: list[str] = []
+    head, find = shape.head, data.find
+    while data.startswith(head, start):
+        end = find(_LF, start) + 2
+        text = _frame_text(data, start, end, longest, shape)
+        if not text:
+            break
+        texts.append(text)
+        start = end
+    return "".join(texts), start
+
+
+def _frame_text(data: bytes, start: int, end: int, longest: int, shape: _Shape) -> str:
+    """The text of the frame that begins with the head at ``start`` and ends at ``end``
+    (after the first LF after ``start``), or ``""`` if it is not a frame of the shape."""
+    string_start, string_end = start + len(shape.head), end - len(shape.tail)
+    if string_end <= string_start or end - start > longest or not data.startswith(shape.tail, string_end):
+        return ""  # (nothing where the string goes; too long; no LF after start, or not the tail's)
+    if data.find(_CR, string_start, string_end) >= 0:
+        return ""  # a CR ends a line too: the frame is not one line
+    try:
+        text = orjson.loads(data[string_start:string_end])
+    except orjson.JSONDecodeError:
+        return ""  # invalid UTF-8, a control character, more than one value
+    return text if type(text) is str else ""  # (not a number, null, an object)

@@ -443,9 +443,9 @@ class SSEBatches:
         batch: list[StreamItem] = []
         longest, start, size = self._longest_frame, 0, len(data)
         while start < size and not self.ended_cleanly:
-            texts, end = frames.read_run(data, start, longest) if decoder.idle else ([], start)
-            if texts:
-                batch.append(PlainChunks("".join(texts), data[start:end]))
+            text, end = frames.read_run(data, start, longest) if decoder.idle else ("", start)
+            if text:
+                batch.append(PlainChunks(text, data[start:end]))
             else:
                 end = data.find(_EVENT_END, start) + 2
                 if end < 2:
