@@ -158,7 +158,7 @@ def test_a_frame_with_nothing_where_the_string_goes_or_cut_short_is_not_read(bef
 # strings only together with the next one.
 _GOOD_STRINGS = [b'"a"', b'"\\u00e9 \\"q\\""', b' \t"b"', b'"c" ', b'"\\ud83d\\ude00"', b'"' + b"w" * 3000 + b'"']
 _BAD_STRINGS = [b'""', b"null", b"1", b'["a"]', b'{"a":"b"}', b'"a" "b"', b'"c","d"', b'"x\\"', b'y"', b'"a"]',
-                b'"a"\r', b'\r"a"', b'"a\tb"', b'"\\ud800"', b'"\xff"', b"", b" "]  # fmt: skip
+                b'"a"\r', b'\r"a"', b'"a"\n', b'\n"a"', b'"a\tb"', b'"\\ud800"', b'"\xff"', b"", b" "]  # fmt: skip
 
 
 @given(
@@ -168,6 +168,12 @@ _BAD_STRINGS = [b'""', b"null", b"1", b'["a"]', b'{"a":"b"}', b'"a" "b"', b'"c",
 )
 # Pieces that parse as four strings when joined, though two of them are none alone:
 @example(strings=[b'"a"', b'"x\\"', b'y"', b'"c","d"'], longest=NO_LIMIT, after=b"")
+# A line end after a string that parses (the frame is two lines):
+@example(strings=[b'"a"', b'"b"\n', b'"c"'], longest=NO_LIMIT, after=b"")
+@example(strings=[b'"a"', b'"b"\r', b'"c"'], longest=NO_LIMIT, after=b"")
+# Nothing to say; two strings where one goes:
+@example(strings=[b'"a"', b'""', b'"c"'], longest=NO_LIMIT, after=b"")
+@example(strings=[b'"a"', b'"b","c"'], longest=NO_LIMIT, after=b"")
 def test_a_run_is_read_up_to_its_first_frame_not_of_the_shape(strings: list[bytes], longest: int, after: bytes) -> None:
     """Read over and over from where the last read ended (as the upstream's reader does),
     the frames give the texts of those before the first that is not of the shape, whatever
@@ -188,6 +194,21 @@ def test_a_run_is_read_up_to_its_first_frame_not_of_the_shape(strings: list[byte
             break
         text, end = text + more, end_now
     assert (text, end) == (expected, expected_end)
+
+
+def test_a_frame_alone_is_read_wherever_it_begins() -> None:
+    """Line ends before it (a CR among them) are not its own."""
+    frames = taught(chunk("Hi"))
+    before = frame(chunk("a")) + b'data: {"x": 1}\r\n\r\n'
+    data = before + frame(chunk("b")) + b"data: [DONE]\n\n"
+    assert frames.read_run(data, len(before), NO_LIMIT) == ("b", len(before + frame(chunk("b"))))
+
+
+def test_a_run_whose_first_frame_is_longer_than_a_window_is_read_whole() -> None:
+    frames = taught(chunk("Hi"))
+    long_text = "x" * 20_000
+    data = frame(chunk(long_text)) + frame(chunk("y")) + b"data: [DONE]\n\n"
+    assert frames.read_run(data, 0, NO_LIMIT) == (long_text + "y", len(data) - 14)
 
 
 def test_a_long_run_is_read_in_parts_that_give_it_whole() -> None:
