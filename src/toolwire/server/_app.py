@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import cast
 
 from starlette.applications import Starlette
@@ -39,10 +40,13 @@ def create_app(
     observers: Sequence[ExchangeObserver] | None = None,
     *,
     routes: Sequence[BaseRoute] = (),
+    services: Sequence[AbstractAsyncContextManager[object]] = (),
 ) -> ASGIApp:
     """The gateway as an ASGI app over ``router``'s backends; with a key gate, behind ``ClientAuth``.
 
-    ``routes`` are served beside the API (``observability(config).routes``: ``/metrics``, ``/ui``).
+    ``routes`` are served beside the API (``observability(config).routes``: ``/metrics``, ``/ui``);
+    ``services`` are entered while the app runs (its lifespan), as the worker's line to
+    the other workers (``_siblings``).
     """
     settings = settings or GatewaySettings()
     observers = [LogObserver()] if observers is None else list(observers)
@@ -72,7 +76,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with contextlib.AsyncExitStack() as running:
+                for service in services:
+                    await running.enter_async_context(service)
+                yield
         finally:
             await router.aclose()
             if settings.store is not None:

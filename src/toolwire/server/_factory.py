@@ -25,6 +25,7 @@ from ._capacity import capacity, open_files_limit
 from ._history import KnownConversations
 from ._routing import build_router
 from ._settings import CONFIG_ENV, GatewaySettings, WebSocketSettings
+from ._siblings import SocketSiblings, WorkerPlace
 from .observe import observability
 from .types import ASGIApp
 
@@ -60,6 +61,8 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
     )
     KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, server.history_cache_bytes)
     conversations = KnownConversations(max_bytes=server.history_cache_bytes)
+    place = WorkerPlace.from_environment()
+    siblings = SocketSiblings(place) if place is not None else None
     observed = observability(
         config,
         client_keys=client_keys,
@@ -67,6 +70,7 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         requires_key=gate.requires_key if gate else None,
         conversations=conversations,
         store=store,
+        siblings=siblings,
     )
     settings = GatewaySettings(
         max_body_bytes=server.max_body_bytes,
@@ -86,7 +90,11 @@ def build_app(config: GatewayConfig, *, model_override: str | None = None) -> AS
         compaction_key=compaction_key_for(server.store),
     )
     return create_app(
-        build_router(config, default_model=model_override), settings, observed.observers, routes=observed.routes
+        build_router(config, default_model=model_override),
+        settings,
+        observed.observers,
+        routes=observed.routes,
+        services=() if siblings is None else (siblings,),
     )
 
 

@@ -14,6 +14,8 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from tests.support.observed import exchange
+from toolwire.server._exchange import Exchange
+from toolwire.server._siblings import LocalSiblings
 from toolwire.server.observe._inspector import RecentExchanges, inspector_routes
 
 API_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
@@ -210,3 +212,61 @@ def test_a_record_that_cannot_be_encoded_is_kept_without_its_traffic() -> None:
     assert record is not None
     shown = orjson.loads(record)
     assert shown["request_id"] == "resp_big_int" and shown["traffic_omitted"].startswith("not encodable: ")
+
+
+def at(request_id: str, second: int, outcome: str = "completed") -> Exchange:
+    made = exchange(request_id, outcome=outcome)
+    made.received_at = 1_700_000_000.0 + second
+    return made
+
+
+def test_with_other_workers_the_list_holds_theirs_and_a_record_opens_wherever_it_is_kept() -> None:
+    siblings = LocalSiblings.group(3)
+    rings = [RecentExchanges(max_exchanges=5, max_bytes=1_000_000) for _ in siblings]
+    for ring, (request_id, second) in zip([*rings, rings[0]], [("resp_1", 1), ("resp_2", 2), ("resp_3", 3), ("resp_4", 4)], strict=True):
+        ring.finished(at(request_id, second))
+    running = at("resp_5", 0, outcome="pending")
+    rings[2].started(running)
+    apps = [Starlette(routes=inspector_routes(ring, siblings=worker)) for ring, worker in zip(rings, siblings, strict=True)]
+    with TestClient(apps[0], client=("127.0.0.1", 50000)) as client:
+        listing = client.get("/ui/api/exchanges").json()
+        limited = client.get("/ui/api/exchanges", params={"limit": "2"}).json()
+        records = {request_id: client.get(f"/ui/api/exchanges/{request_id}") for request_id in ("resp_2", "resp_5")}
+        missing = client.get("/ui/api/exchanges/resp_9")
+        siblings[1].absent = True  # (starting again)
+        without = client.get("/ui/api/exchanges").json()
+        gone = client.get("/ui/api/exchanges/resp_2")
+    assert [s["request_id"] for s in listing["data"]] == ["resp_5", "resp_4", "resp_3", "resp_2", "resp_1"]
+    assert listing["kept"] == {
+        "exchanges": 4, "bytes": sum(ring.kept_bytes for ring in rings), "max_exchanges": 15, "max_bytes": 3_000_000,
+    }  # fmt: skip
+    assert [s["request_id"] for s in limited["data"]] == ["resp_5", "resp_4"]
+    assert records["resp_2"].status_code == 200 and orjson.loads(records["resp_2"].content)["request_id"] == "resp_2"
+    assert has_headers(records["resp_2"].headers, API_HEADERS)
+    assert orjson.loads(records["resp_5"].content)["outcome"] == "pending"
+    assert missing.status_code == 404
+    assert [s["request_id"] for s in without["data"]] == ["resp_5", "resp_4", "resp_3", "resp_1"]
+    assert gone.status_code == 404
+
+
+def test_another_workers_list_that_cannot_be_read_is_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    siblings = LocalSiblings.group(4)
+    ring = kept("resp_1")
+    broken = [b"not json", b'{"data": [], "kept": {"exchanges": "1"}}', b'{"data": [1], "kept": {}}']
+    for worker, answer in zip(siblings[1:], broken, strict=True):
+        worker.answer("exchanges", lambda argument, answer=answer: answer)
+    with TestClient(Starlette(routes=inspector_routes(ring, siblings=siblings[0])), client=("127.0.0.1", 1)) as client:
+        listing = client.get("/ui/api/exchanges").json()
+    assert [s["request_id"] for s in listing["data"]] == ["resp_1"]
+    assert listing["kept"]["exchanges"] == 1
+    assert sum("cannot be read; left out" in record.getMessage() for record in caplog.records) == 3
+
+
+def test_an_id_that_cannot_be_asked_of_other_workers_is_not_found() -> None:
+    siblings = LocalSiblings.group(2)
+    rings = [kept(), kept("resp_1")]
+    apps = [Starlette(routes=inspector_routes(ring, siblings=worker)) for ring, worker in zip(rings, siblings, strict=True)]
+    with TestClient(apps[0], client=("127.0.0.1", 1)) as client:
+        assert client.get("/ui/api/exchanges/resp_1").status_code == 200
+        assert client.get("/ui/api/exchanges/resp_1%0Aexchange%20resp_1").status_code == 404
+        assert client.get("/ui/api/exchanges/resp%201").status_code == 404

@@ -387,3 +387,54 @@ def test_counts_are_exact_however_exchanges_and_scrapes_interleave(
             assert len(tallied._tallies) <= most_tallies  # the tallies' memory is bounded
             reference.finished(exchange(f"resp_{n}", **fields))
             scrape(reference)  # the reference adds each exchange at once
+
+
+def test_with_other_workers_a_scrape_holds_every_workers_series_labelled() -> None:
+    """Each worker counts its own exchanges; the one scraped asks the others, whose pending
+    tallies count too (their collection flushes them), and labels every series."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from toolwire.server._siblings import LocalSiblings
+
+    siblings = LocalSiblings.group(3)
+    observers = [MetricsObserver(siblings=worker) for worker in siblings]
+    for observer, count in zip(observers, (2, 5, 1), strict=True):
+        for index in range(count):
+            observer.finished(exchange(f"resp_{index}", status=200, usage={"input_tokens": 10, "output_tokens": 3}))
+    observers[1].started(exchange("resp_open", stream=True))
+    siblings[2].absent = True
+    with TestClient(Starlette(routes=[observers[0].route])) as client:
+        scraped = client.get("/metrics")
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    found = samples(scraped.text)
+    requests = {"model": "m", "upstream": "local", "status": "200", "outcome": "completed"}
+    assert value(found, "toolwire_requests_total", **requests, worker="0") == 2
+    assert value(found, "toolwire_requests_total", **requests, worker="1") == 5
+    assert label_values(found, "toolwire_requests_total", "worker") == {"0", "1"}
+    assert value(found, "toolwire_tokens_total", model="m", upstream="local", kind="input", worker="1") == 50
+    assert value(found, "toolwire_open_streams", worker="1") == 1
+    assert value(found, "toolwire_open_streams", worker="0") == 0
+    assert {worker: value(found, "toolwire_worker_answered", worker=worker) for worker in "012"} == {
+        "0": 1.0, "1": 1.0, "2": 0.0,
+    }  # fmt: skip
+    assert all(dict(labels).get("worker") in {"0", "1", "2"} for _, labels in found)
+    # The worker scraped alone (as a gateway of one process is) has no worker label.
+    assert "worker" not in {name for _, labels in scrape(observers[0]) for name, _ in labels}
+
+
+def test_another_workers_metrics_that_cannot_be_read_are_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from toolwire.server._siblings import LocalSiblings
+
+    siblings = LocalSiblings.group(2)
+    observer = MetricsObserver(siblings=siblings[0])
+    siblings[1].answer("metrics", lambda argument: b"[1]")
+    with TestClient(Starlette(routes=[observer.route])) as client:
+        found = samples(client.get("/metrics").text)
+    assert value(found, "toolwire_worker_answered", worker="1") == 0.0
+    assert value(found, "toolwire_worker_answered", worker="0") == 1.0
+    assert any("worker 1 answered with metrics that cannot be read (family 0 is not an object)" in r.getMessage()
+               for r in caplog.records)  # fmt: skip

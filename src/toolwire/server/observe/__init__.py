@@ -6,7 +6,8 @@ Always: the log line per request (``LogObserver``) and Prometheus metrics at
 ``/metrics`` (``MetricsObserver``). With ``server.capture_dir``: every exchange on disk
 (``CaptureObserver``). With ``server.inspector`` (off by default): the web inspector at
 ``/ui`` (``RecentExchanges`` and its routes). The capture and the inspector record
-traffic; without them no exchange keeps its chunks and events.
+traffic; without them no exchange keeps its chunks and events. In a worker of
+``--workers N``, ``/metrics`` and the inspector show every worker's (``_gathered``).
 
 All of them redact with one ``Redactor`` that knows the secrets in play: the upstream
 keys (read from the environment, as the backends read them) and the client keys.
@@ -27,6 +28,7 @@ from toolwire.store import ResponseStore
 
 from .._exchange import ExchangeObserver
 from .._history import KnownConversations
+from .._siblings import Siblings
 from ._capture import CaptureObserver
 from ._inspector import RecentExchanges, inspector_routes
 from ._key_usage import KeyUsageObserver
@@ -67,17 +69,20 @@ def observability(
     environ: Mapping[str, str] | None = None,
     conversations: KnownConversations | None = None,
     store: ResponseStore | None = None,
+    siblings: Siblings | None = None,
 ) -> Observability:
     """What ``config.server`` enables. The static ``client_keys`` and the ``admin_keys``
     guard the inspector's API (keys of the store do not open it: it shows everyone's
     traffic, and ``requires_key`` tells it when the store has keys); the redactor hides
     all of them, and any string shaped like a stored key. ``conversations``: the gateway's
-    kept stored conversations, and ``store`` its response store, which ``/metrics`` reports."""
+    kept stored conversations, and ``store`` its response store, which ``/metrics`` reports.
+    ``siblings``: the other workers of the gateway, whose metrics and exchanges are shown
+    beside this worker's."""
     server = config.server
     environ = os.environ if environ is None else environ
     redactor = Redactor(known_secrets(config, (*client_keys, *admin_keys), environ))
     encoder = RecordEncoder(redactor)
-    metrics = MetricsObserver(conversations=conversations, store=store)
+    metrics = MetricsObserver(conversations=conversations, store=store, siblings=siblings)
     observers: list[ExchangeObserver] = [LogObserver(redactor), metrics]
     routes: list[BaseRoute] = [metrics.route]
     if server.capture_dir:
@@ -91,7 +96,7 @@ def observability(
             max_exchanges=server.inspector_max_exchanges, max_bytes=server.inspector_max_bytes, encoder=encoder
         )
         observers.append(recent)
-        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys), requires_key))
+        routes.extend(inspector_routes(recent, (*client_keys, *admin_keys), requires_key, siblings=siblings))
     else:
         routes.append(Route("/ui", _inspector_off, methods=["GET"]))
         routes.append(Route("/ui/", _inspector_off, methods=["GET"]))

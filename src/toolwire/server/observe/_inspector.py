@@ -12,6 +12,10 @@ are listed too (outcome ``pending``). ``inspector_routes`` serves the page
 ``GET /ui/api/exchanges/{request_id}``
     the full record, or 404 once it has left the ring.
 
+In a worker of ``--workers N`` both ask the other workers too (``siblings``): the list
+holds every worker's exchanges (``kept`` adds up their rings), and a record is found
+in whichever worker keeps it.
+
 The API shows prompts and tool outputs, so it is guarded: with static client keys or
 admin keys it wants ``Authorization: Bearer <key>`` with one of them (the page asks for
 the key once per tab); keys of the key store do not open it, since it shows every key's
@@ -24,8 +28,9 @@ exchanges carry model output, which must not run in the inspector.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -39,9 +44,18 @@ from toolwire.config import DEFAULT_INSPECTOR_MAX_BYTES, DEFAULT_INSPECTOR_MAX_E
 
 from .._auth import is_loopback
 from .._exchange import Exchange
+from .._siblings import Siblings
+from ._gathered import merged_summaries
 from ._record import RecordEncoder, summary_with_time, traffic_omitted
 from ._redact import Redactor
 
+log = logging.getLogger("toolwire.server")
+
+_KEPT = ("exchanges", "bytes", "max_exchanges", "max_bytes")
+_MAX_SIBLING_LISTING_BYTES = 64 * 1024 * 1024
+"""The most another worker's list of exchanges may take (its summaries, never traffic)."""
+_RECORD_SLACK_BYTES = 1024 * 1024
+"""Beyond ``max_record_bytes``, what another worker's record may take (its redaction and summary)."""
 _ENTRY_OVERHEAD = 512  # the summary and bookkeeping of a kept exchange, roughly
 
 _PAGE_HEADERS = {
@@ -149,11 +163,16 @@ def inspector_routes(
     recent: RecentExchanges,
     client_keys: Sequence[bytes] = (),
     requires_key: Callable[[], Awaitable[bool]] | None = None,
+    *,
+    siblings: Siblings | None = None,
 ) -> list[BaseRoute]:
-    """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent``; ``client_keys``
-    open the API, and ``requires_key`` (``KeyGate.requires_key``) says whether the gateway
-    has keys at all, and then only they do."""
+    """``/ui`` (the page and its assets) and ``/ui/api/...`` over ``recent`` and, when
+    given, the ``siblings``' own; ``client_keys`` open the API, and ``requires_key``
+    (``KeyGate.requires_key``) says whether the gateway has keys at all, and then only they do."""
     keys = tuple(client_keys)
+    if siblings is not None:
+        siblings.answer("exchanges", lambda argument: orjson.dumps(_listing(recent, _limit(argument))))
+        siblings.answer("exchange", recent.record)
     ui = resources.files("toolwire.server.observe") / "ui"
     assets = {name: (ui / name).read_bytes() for name in _ASSETS}
 
@@ -174,10 +193,12 @@ def inspector_routes(
             limit = int(request.query_params.get("limit", "")) if "limit" in request.query_params else None
         except ValueError:
             return _json({"error": {"message": "limit must be an integer", "code": "invalid_limit"}}, 400)
-        summaries = recent.summaries(limit)
-        kept = {"exchanges": len(recent), "bytes": recent.kept_bytes, "max_exchanges": recent.max_exchanges,
-                "max_bytes": recent.max_bytes}
-        return _json({"object": "list", "data": summaries, "kept": kept})
+        listing = _listing(recent, limit)
+        if siblings is not None:
+            argument = "" if limit is None else str(limit)
+            answers = await siblings.ask("exchanges", argument, max_bytes=_MAX_SIBLING_LISTING_BYTES)
+            listing = _together([listing, *_listings(answers)], limit)
+        return _json({"object": "list", **listing})
 
     async def exchange(request: Request) -> Response:
         refused = await _refusal(request, keys, requires_key)
@@ -185,6 +206,10 @@ def inspector_routes(
             return refused
         request_id = request.path_params["request_id"]
         record = recent.record(request_id)
+        if record is None and siblings is not None and request_id.isprintable() and " " not in request_id:
+            bound = recent.max_record_bytes + _RECORD_SLACK_BYTES
+            answers = await siblings.ask("exchange", request_id, max_bytes=bound)
+            record = answers[0][1] if answers else None
         if record is None:
             message = f"No exchange {request_id} is kept (the inspector keeps the last {recent.max_exchanges})."
             return _json({"error": {"message": message, "code": "not_found"}}, 404)
@@ -196,6 +221,46 @@ def inspector_routes(
         Route("/ui/api/exchanges", exchanges, methods=["GET"]),
         Route("/ui/api/exchanges/{request_id}", exchange, methods=["GET"]),
     ]
+
+
+def _limit(argument: str) -> int | None:
+    try:
+        return int(argument)
+    except ValueError:
+        return None  # (no limit was asked for)
+
+
+def _listing(recent: RecentExchanges, limit: int | None) -> dict[str, Any]:
+    """What ``GET /ui/api/exchanges`` says of one worker's exchanges, but its ``object``."""
+    kept = {"exchanges": len(recent), "bytes": recent.kept_bytes, "max_exchanges": recent.max_exchanges,
+            "max_bytes": recent.max_bytes}  # fmt: skip
+    return {"data": recent.summaries(limit), "kept": kept}
+
+
+def _listings(answers: list[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
+    """The other workers' listings that can be read (a worker of another version may say otherwise)."""
+    for worker, answer in answers:
+        try:
+            listing = orjson.loads(answer)
+        except orjson.JSONDecodeError:
+            listing = None
+        if _readable(listing):
+            yield listing
+        else:
+            log.warning("worker %s answered with a list of exchanges that cannot be read; left out", worker)
+
+
+def _readable(listing: Any) -> bool:
+    if type(listing) is not dict or type(listing.get("data")) is not list or type(listing.get("kept")) is not dict:
+        return False
+    kept = listing["kept"]
+    return all(type(summary) is dict for summary in listing["data"]) and all(type(kept.get(n)) is int for n in _KEPT)
+
+
+def _together(listings: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
+    """Several workers' listings as one: their summaries merged, their rings added up."""
+    kept = {name: sum(listing["kept"][name] for listing in listings) for name in _KEPT}
+    return {"data": merged_summaries([listing["data"] for listing in listings], limit), "kept": kept}
 
 
 async def _refusal(

@@ -56,12 +56,16 @@ at a limit counts as ``stream_server_error``, and every trip in ``limits_tripped
 and ``client_connections`` are the process's (``_limits``, ``_connections``), counted
 below any app: they are the same in every app of one process.
 
-With ``--workers N`` every worker has its own registry: a scrape sees the worker that
-answered it.
+With ``--workers N`` every worker has its own registry, and the worker a scrape reaches
+asks the others for theirs (``siblings``): the answer holds every worker's series, each
+labelled with its worker (``worker="0"``..), and ``toolwire_worker_answered`` says which
+workers answered (one that is starting again after a crash may not). Sum over the label
+for the gateway's totals, e.g. ``sum without (worker) (rate(toolwire_requests_total[5m]))``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import TypeVar, cast
 
@@ -87,6 +91,10 @@ from .._connections import CONNECTIONS_COLLECTOR
 from .._exchange import Exchange
 from .._history import KnownConversations
 from .._limits import LIMITS_TRIPPED
+from .._siblings import Siblings
+from ._gathered import families_from_json, families_to_json, merged_families
+
+log = logging.getLogger("toolwire.server")
 
 OTHER = "other"
 MAX_LABEL_LENGTH = 120
@@ -138,8 +146,12 @@ class MetricsObserver:
         registry: CollectorRegistry | None = None,
         conversations: KnownConversations | None = None,
         store: ResponseStore | None = None,
+        siblings: Siblings | None = None,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self._siblings = siblings
+        if siblings is not None:
+            siblings.answer("metrics", lambda argument: families_to_json(self.registry.collect()))
         self._model = BoundedLabel(max_label_values)
         self._tool = BoundedLabel(max_label_values)
         self._conversion = BoundedLabel(max_label_values)
@@ -281,11 +293,28 @@ class MetricsObserver:
 
         async def metrics(request: Request) -> Response:
             encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-            return Response(encoder(self.registry), headers={"content-type": content_type})
+            registry = self.registry if self._siblings is None else await self._every_worker()
+            return Response(encoder(registry), headers={"content-type": content_type})
 
         return Route("/metrics", metrics, methods=["GET"])
 
+    async def _every_worker(self) -> CollectorRegistry:
+        """This worker's metrics and its siblings', labelled by worker, as one registry."""
+        siblings = self._siblings
+        assert siblings is not None
+        by_worker = [(siblings.name, list(self.registry.collect()))]
+        for worker, answer in await siblings.ask("metrics", max_bytes=MAX_SIBLING_METRICS_BYTES):
+            try:
+                by_worker.append((worker, families_from_json(answer)))
+            except ValueError as exc:
+                log.warning("worker %s answered with metrics that cannot be read (%s); left out", worker, exc)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Families(merged_families(by_worker, siblings.names)))
+        return registry
 
+
+MAX_SIBLING_METRICS_BYTES = 16 * 1024 * 1024
+"""The most one other worker's metrics may take (as JSON): their label values are bounded."""
 _MAX_TALLIES = 1024
 """Kinds of exchange tallied at once; one more adds every tally to the metrics and starts again."""
 
@@ -310,6 +339,19 @@ class _Tally:
         self.time_to_first_token = time_to_first_token
         self.exchanges = 0
         self.tokens: dict[str, int] = {}
+
+
+class _Families(Collector):
+    """Families collected already (the workers' metrics put together)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
 
 
 class _Flush(Collector):
