@@ -622,6 +622,26 @@ CASES = [
         ],
         [("function_call", None, "exec_command", '{"cmd": "ls"}')],
     ),
+    Case(  # the id comes after the call began at its index; a later piece has only the id
+        "call-id-after-its-index",
+        [
+            chunk(tool_calls=[{"index": 0, "type": "function", "function": {"name": "exec_command", "arguments": ""}}]),
+            chunk(tool_calls=[{"index": 0, "id": "call_a", "function": {"arguments": '{"cmd": '}}]),
+            chunk(tool_calls=[{"id": "call_a", "function": {"arguments": '"ls"}'}}]),
+            finish("tool_calls"),
+        ],
+        [("function_call", None, "exec_command", '{"cmd": "ls"}')],
+    ),
+    Case(  # streamed in pieces, each naming the function again, as some servers do
+        "legacy-function-call-in-pieces",
+        [
+            chunk(function_call={"name": "exec_command", "arguments": ""}),
+            chunk(function_call={"name": "exec_command", "arguments": '{"cmd": '}),
+            chunk(function_call={"arguments": '"ls"}'}),
+            finish("function_call"),
+        ],
+        [("function_call", None, "exec_command", '{"cmd": "ls"}')],
+    ),
     Case(
         "missing-finish-with-content",
         [chunk(content="Hello")],

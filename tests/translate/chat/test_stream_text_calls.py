@@ -31,6 +31,7 @@ from toolwire.translate import (
 from .test_stream import (
     BODY,
     CREATED_AT,
+    EXEC_COMMAND,
     RESPONSE_ID,
     chunk,
     finish,
@@ -133,6 +134,12 @@ def test_calls_in_the_text_are_restored_to_their_declared_type(
     assert [summarize(item) for item in response["output"]] == expected
     assert response["usage"]["total_tokens"] == 30
     assert any(c.startswith("tool call recovered from ") for c in machine.conversions)
+
+
+def test_a_call_to_the_only_tool_offered_is_restored() -> None:
+    response, _ = stream(answer(written("hermes", [("exec_command", {"cmd": "ls"})])), {**BODY, "tools": [EXEC_COMMAND]})
+    assert [summarize(item)[:3] for item in response["output"]] == [("function_call", None, "exec_command")]
+    assert json.loads(response["output"][0]["arguments"]) == {"cmd": "ls"}
 
 
 def test_reasoning_text_and_calls_stay_in_order() -> None:

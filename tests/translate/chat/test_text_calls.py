@@ -111,6 +111,24 @@ def text(value: str) -> Signal:
 # ---------------------------------------------------------------- what the models write
 
 RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
+    # After an inline code span that a run of two backticks opens and one closes
+    (
+        "after-a-code-span",
+        'a``b` <tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"}}</tool_call>',
+        [text("a``b` "), call("exec_command", cmd="ls")],
+    ),
+    # A string ending in an escaped backslash ends at the quote after it
+    (
+        "hermes-backslash-before-the-closing-quote",
+        '<tool_call>{"name": "exec_command", "arguments": {"cmd": "dir C:\\\\", "workdir": "\\"x\\\\\\""}}</tool_call>Done.',
+        [call("exec_command", cmd="dir C:\\", workdir='"x\\"'), text("Done.")],
+    ),
+    # A backtick, what could begin a marker, a backtick: two spans, however it is cut
+    (
+        "between-code-spans",
+        'x `<tool_c`y <tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"}}</tool_call>',
+        [text("x `<tool_c`y "), call("exec_command", cmd="ls")],
+    ),
     # Hermes / Qwen 2.5-3
     (
         "hermes",
@@ -304,6 +322,13 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
 ]
 
 STAYS_TEXT: list[tuple[str, str]] = [
+    # Blocks that hold no call at all
+    ("hermes-empty-list", "<tool_call>[]</tool_call> and no more"),
+    ("mistral-empty-list", "[TOOL_CALLS] [] and no more"),
+    ("mistral-list-of-what-is-not-a-call", "[TOOL_CALLS] [1, 2] and no more"),
+    # Nothing but space: held while a call could follow it, then given as it came
+    ("only-space", " \n\t "),
+    ("space-then-prose", "\n\n  Hello."),
     # Prose that explains the syntax
     (
         "hermes-placeholder",
@@ -423,6 +448,7 @@ def test_an_unknown_text_call_setting_names_the_known_ones() -> None:
     [
         "[TOOL_CALLS]exec_command[ANOTHER]abc",  # neither [ARGS] nor [CALL_ID] after the name
         "[TOOL_CALLS]exec_command[CALL_ID]not an id!",  # no id has spaces or "!"
+        "[TOOL_CALLS]rm_r",  # no tool's name begins so
     ],
 )
 def test_a_mistral_call_that_cannot_be_one_is_text_at_once(piece: str) -> None:
@@ -663,3 +689,71 @@ def test_offered_names_and_schemas() -> None:
     assert OFFERED["apply_patch"]["properties"] == {"input": {"type": "string"}}
     assert OFFERED["collaboration__list_agents"] is OFFERED["list_agents"]
     assert OFFERED["collaboration.send_message"] is OFFERED["collaboration__send_message"]
+
+
+def first_decided(content: str) -> int:
+    """The shortest start of ``content`` that, fed at once, gives a call."""
+    low, high = 1, len(content)
+    while low < high:
+        middle = (low + high) // 2
+        if any(isinstance(s, CallFragment) for s in TextCallRecognizer(OFFERED).feed(content[:middle])):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_long_call_is_out_with_the_chunk_that_completes_it_wherever_its_end_is_cut(style: str) -> None:
+    """Past its head a block is read again only when an ending arrives: an ending cut
+    anywhere between two chunks is still seen, and the call comes out at once."""
+    patch = "".join(f"+line {n}\n" for n in range(60))
+    content = written(style, [("apply_patch", {"input": patch})]) + "\nDone."
+    whole = first_decided(content)
+    assert whole > 300  # (past the head, where every chunk is read)
+    for cut in range(whole - 40, whole):
+        recognizer = TextCallRecognizer(OFFERED)
+        assert not any(isinstance(s, CallFragment) for s in recognizer.feed(content[:cut]))
+        out = recognizer.feed(content[cut:whole])
+        assert [s.name for s in out if isinstance(s, CallFragment)] == ["apply_patch"], (style, cut)
+
+
+def test_after_a_flush_the_content_starts_again() -> None:
+    """Something other than content came (reasoning, a native call): space before a call
+    written next is layout again, as at the start of the answer."""
+    recognizer = TextCallRecognizer(OFFERED)
+    out = recognizer.feed("Hi.") + recognizer.flush()
+    out += recognizer.feed(" \n") + recognizer.feed('<tool_call>{"name": "exec_command", "arguments": {}}</tool_call>')
+    assert signals(out + recognizer.flush()) == [text("Hi."), call("exec_command")]
+
+
+def test_a_glm_call_is_read_whatever_letter_its_tool_begins_with() -> None:
+    """After ``<tool_call>`` only ``{``/``[`` (Hermes) and ``<`` (Qwen3-Coder) mean another family."""
+    offered = {name: {"type": "object", "properties": {"depth": {"type": "integer"}}} for name in ("Xray", "XX")}
+    for name in offered:
+        recognizer = TextCallRecognizer(offered)
+        out = recognizer.feed(written("glm45", [(name, {"depth": 2})])) + recognizer.flush()
+        assert signals(out) == [call(name, depth=2)], name
+
+
+@pytest.mark.parametrize(
+    ("head", "held"),
+    [
+        ("exec_command", True),  # the separator may come next
+        ("exec_command" + DS_SEP[:4], True),  # and has begun
+        ("exec_commandz", False),  # no tool is named so, and no separator has begun
+        ("exec_com" + DS_SEP[:4], False),  # a separator after a name no tool has
+        ("function" + DS_SEP[:3], True),  # V3/R1's "function", then the tool's name
+    ],
+)
+def test_a_deepseek_call_whose_head_cannot_name_a_tool_is_text_at_once(head: str, held: bool) -> None:
+    released = released_at_once(DS_BEGIN + DS_CALL + head)
+    assert released == "" if held else released.startswith(DS_BEGIN + DS_CALL)  # (a marker's start is held)
+
+
+def test_a_deepseek_call_to_a_tool_named_function_in_the_newer_format() -> None:
+    """V3.1's ``name<sep>{...}`` for a tool named ``function``, space before its JSON."""
+    offered = {"function": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+    recognizer = TextCallRecognizer(offered)
+    content = DS_BEGIN + DS_CALL + "function" + DS_SEP + ' \n{"a": 1}' + DS_CALL_END + DS_END
+    assert signals(recognizer.feed(content) + recognizer.flush()) == [call("function", a=1)]

@@ -195,10 +195,9 @@ class TextCallRecognizer:
         return self._run(at_end=False)
 
     def flush(self) -> list[Text | CallFragment]:
-        """The content ended (or something other than content came): decide everything."""
-        if not self._buffer and not self._unread and not self._space:
-            return []
-        out = self._run(at_end=True)
+        """The content ended (or something other than content came): decide everything.
+        Content after this starts again, as at the start of the answer."""
+        out = self._run(at_end=True) if self._buffer or self._unread else []
         space, self._space = self._space, ""
         if space and self._boundary == "start":
             _append_text(out, space)
