@@ -98,6 +98,7 @@ PARTS: dict[str, dict[str, list[str]]] = {
         "edge": [
             "_connections.py", "_websocket.py", "_asgi.py", "_content_coding.py", "_uvicorn.py",
             "_workers.py", "_capacity.py", "_limits.py", "_transport.py", "_settings.py", "_auth.py",
+            "_siblings.py", "_turn_writes.py", "_log_lines.py",
         ],
         # A request's way through: the app, its routes, the exchange, what is stored.
         "exchange": [
