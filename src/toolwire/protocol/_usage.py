@@ -11,10 +11,13 @@ of orjson, SQLite and Redis (a hostile upstream's ``1.8e19`` would otherwise sto
 event that carries it from being written, or a key's usage from being recorded)."""
 
 
+_NUMBERS = (int, float)  # (``int | float`` would be made again at every call)
+
+
 def token_count(value: Any) -> int:
     """A reported count as a whole number from 0 to ``MAX_TOKEN_COUNT``: numbers are
     truncated and clamped, anything else (a string, a boolean, NaN, missing) is 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         return 0
     if value != value:  # NaN
         return 0

@@ -73,8 +73,11 @@ def echo_request(request: ResponsesRequest) -> JSON:
 _Check = Callable[[Any], bool]
 
 
+_NUMBERS = (int, float)  # (``int | float`` would be made again at every call)
+
+
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool)
 
 
 def _integer(value: Any) -> bool:
