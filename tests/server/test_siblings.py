@@ -54,6 +54,7 @@ async def test_each_worker_hears_every_other(tmp_path: Path) -> None:
     async with socket_workers(tmp_path, 3) as workers:
         answer_with_name(workers)
         assert await ask_everyone(workers, "x") == EVERYONE
+        assert await workers[0].ask("name", max_bytes=100) == [("1", b"1:"), ("2", b"2:")]  # no argument
         assert [w.name for w in workers] == ["0", "1", "2"] and workers[1].names == ("0", "1", "2")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["0.sock", "1.sock", "2.sock"]
     assert list(tmp_path.iterdir()) == []  # each removes its socket when it stops
@@ -63,10 +64,13 @@ async def test_the_fake_answers_as_the_sockets_do() -> None:
     workers = LocalSiblings.group(3)
     answer_with_name(workers)
     assert await ask_everyone(workers, "x") == EVERYONE
+    assert await workers[0].ask("name", max_bytes=100) == [("1", b"1:"), ("2", b"2:")]  # no argument
     assert workers[1].names == ("0", "1", "2")
     workers[2].absent = True
     assert await workers[0].ask("name", "x", max_bytes=100) == [("1", b"1:x")]
     assert await workers[0].ask("name", "x", max_bytes=2) == []  # too long an answer
+    assert await workers[0].ask("name", "x", max_bytes=3) == [("1", b"1:x")]  # just long enough
+    assert workers[1].asked == [("name", "x")] and workers[0].asked == [("name", "x"), ("name", ""), *[("name", "x")] * 3]
     assert await workers[0].ask("other", max_bytes=100) == []
     with pytest.raises(ValueError):
         await workers[0].ask("name", "a\nb", max_bytes=100)
@@ -80,8 +84,11 @@ async def test_a_worker_not_listening_is_left_out_at_once(tmp_path: Path, caplog
         started = asyncio.get_running_loop().time()
         assert await alone.ask("name", max_bytes=100) == []
         assert asyncio.get_running_loop().time() - started < 2
-    messages = [r.getMessage() for r in caplog.records]
-    assert sum("could not be asked" in m for m in messages) == 3, messages
+    assert sorted(r.getMessage() for r in caplog.records) == [
+        "worker 1 could not be asked (No such file or directory); left out",
+        "worker 2 could not be asked (Connection refused); left out",
+        "worker 3 could not be asked (No such file or directory); left out",
+    ]
 
 
 async def test_a_predecessors_socket_is_taken_over(tmp_path: Path) -> None:
@@ -114,7 +121,7 @@ async def test_a_worker_that_does_not_answer_in_time_is_left_out(tmp_path: Path,
         released.set()
         server.close()
         await server.wait_closed()
-    assert any("did not answer within 0.3 s" in r.getMessage() for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records] == ["worker 1 did not answer within 0.3 s; left out"]
 
 
 async def test_an_answer_longer_than_asked_for_is_left_out(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -122,7 +129,7 @@ async def test_an_answer_longer_than_asked_for_is_left_out(tmp_path: Path, caplo
         workers[1].answer("big", lambda argument: b"x" * 600_000)  # (more than one read)
         assert await workers[0].ask("big", max_bytes=599_999) == []
         assert await workers[0].ask("big", max_bytes=600_000) == [("1", b"x" * 600_000)]
-    assert any("more than 599999 bytes" in r.getMessage() for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records] == ["worker 1 answered with more than 599999 bytes; left out"]
 
 
 async def raw(path: Path, data: bytes, *, close: bool = False) -> bytes:
@@ -156,7 +163,8 @@ async def test_nonsense_gets_no_answer_and_the_worker_answers_on(tmp_path: Path,
         assert await raw(socket, b"name with blanks\n") == b"1:with blanks"
         assert await workers[0].ask("broken", max_bytes=100) == []
         assert await workers[0].ask("name", "z", max_bytes=100) == [("1", b"1:z")]
-    assert any(r.getMessage() == "answering another worker failed" for r in caplog.records)
+    failures = [r for r in caplog.records if r.getMessage() == "answering another worker failed"]
+    assert len(failures) == 2 and all(r.exc_info and r.exc_info[0] is RuntimeError for r in failures)  # broken, twice
 
 
 async def test_a_question_that_arrives_too_slowly_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,21 +184,33 @@ async def test_a_socket_path_too_long_leaves_the_worker_serving(tmp_path: Path, 
     directory.mkdir()
     async with SocketSiblings(WorkerPlace(directory, 0, 2)) as worker:
         assert await worker.ask("name", max_bytes=10) == []
-    assert any("cannot listen for the other workers" in r.getMessage() for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"worker 0 cannot listen for the other workers at {directory}/0.sock: AF_UNIX path too long"
+    ]
 
 
 @pytest.mark.parametrize(
-    ("question", "argument"),
-    [("", "x"), ("two words", ""), ("name\n", ""), ("name", "a\rb"), ("name", "a\nb"), ("name", "x" * 1100)],
+    ("question", "argument"), [("", "x"), ("two words", ""), ("name\n", ""), ("name", "a\rb"), ("name", "a\nb")]
 )
 def test_what_cannot_be_asked(question: str, argument: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as refused:
         _question_line(question, argument)
+    assert str(refused.value) == f"not a question: {question!r} {argument!r}"
 
 
-def test_a_question_is_one_line() -> None:
-    assert _question_line("exchange", "resp_1") == b"exchange resp_1\n"
+def test_a_question_is_one_line_of_at_most_1_kib() -> None:
+    assert _question_line("exchange", "resp_1 X") == b"exchange resp_1 X\n"  # (the argument may hold blanks)
     assert _question_line("metrics", "") == b"metrics \n"
+    assert len(_question_line("name", "x" * 1018)) == 1024
+    with pytest.raises(ValueError) as refused:
+        _question_line("name", "x" * 1019)
+    assert str(refused.value) == "a question longer than 1024 bytes"
+
+
+async def test_a_socket_already_gone_when_the_worker_stops_is_no_error(tmp_path: Path) -> None:
+    async with SocketSiblings(WorkerPlace(tmp_path, 0, 1)):
+        (tmp_path / "0.sock").unlink()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_workers_place_comes_from_its_environment(tmp_path: Path) -> None:

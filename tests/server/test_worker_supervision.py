@@ -11,9 +11,12 @@ import os
 import re
 import signal
 import socket
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,8 +26,10 @@ from toolwire.cli._serve import uvicorn_protocols
 from toolwire.config import GatewayConfig, ServerConfig
 from toolwire.server._log_lines import LOG_FORMAT
 from toolwire.server._settings import CONFIG_ENV
+from toolwire.server._siblings import WorkerPlace
 from toolwire.server._workers import (
     _serve_worker,
+    _siblings_directory,
     check_address,
     reuse_port_supported,
     run_workers,
@@ -142,17 +147,23 @@ def test_a_worker_that_dies_later_is_replaced_and_sigterm_stops_all(supervisor_l
 
 
 @pytest.mark.usefixtures("mock_gateway")
-def test_a_worker_serves_its_own_reuse_port_socket_and_logs_as_told() -> None:
+def test_a_worker_serves_its_own_reuse_port_socket_and_logs_as_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What each worker process runs (``_serve_worker``), run here: it logs in toolwire's
     format at the level given, binds the address with ``SO_REUSEPORT`` (so the other
-    workers can bind it too) and serves it until SIGTERM."""
+    workers can bind it too), listens for the other workers where its place says, and
+    serves it until SIGTERM."""
     port = free_port()
     seen: dict[str, Any] = {}
     returned = threading.Event()
+    for name in WorkerPlace(tmp_path, 1, 2).environment():
+        monkeypatch.setenv(name, "")  # (restored after: the worker sets them in its process)
 
     def operator() -> None:
         try:
             seen["healthy"] = wait_for(lambda: healthy(port), unless=returned)
+            seen["listening for the others"] = (tmp_path / "1.sock").is_socket()
             with socket.socket() as sibling:  # another worker's socket, on the same address
                 sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
                 sibling.bind(("127.0.0.1", port))
@@ -171,7 +182,7 @@ def test_a_worker_serves_its_own_reuse_port_socket_and_logs_as_told() -> None:
     helper = threading.Thread(target=operator)
     helper.start()
     try:
-        _serve_worker(worker_config(port), "warning")
+        _serve_worker(worker_config(port), "warning", WorkerPlace(tmp_path, 1, 2))
         configured = root.handlers[:], root.level
     finally:
         returned.set()
@@ -179,7 +190,27 @@ def test_a_worker_serves_its_own_reuse_port_socket_and_logs_as_told() -> None:
         signal.signal(signal.SIGTERM, previous)
         root.handlers = handlers
         root.setLevel(level)
-    assert seen == {"healthy": True, "shared": True, "raised_again": True}
+    assert seen == {"healthy": True, "listening for the others": True, "shared": True, "raised_again": True}
+    assert list(tmp_path.iterdir()) == []  # its socket removed when it stopped
     [handler], configured_level = configured
     assert configured_level == logging.WARNING
     assert handler.formatter is not None and handler.formatter._fmt == LOG_FORMAT
+
+
+def test_the_workers_directory_is_private_and_short_enough_for_their_sockets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = _siblings_directory()
+    assert made.parent == tmp_path and made.name.startswith("toolwire-workers-")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    deep = tmp_path / ("d" * 90)  # a socket's path under it would pass the 107 bytes Linux allows
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    fallback = _siblings_directory()
+    try:
+        assert fallback.parent == Path("/tmp") and fallback.name.startswith("toolwire-workers-")
+        assert stat.S_IMODE(fallback.stat().st_mode) == 0o700
+        assert list(deep.iterdir()) == []  # (the one made there first is gone)
+    finally:
+        fallback.rmdir()

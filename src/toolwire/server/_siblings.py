@@ -193,14 +193,16 @@ class SocketSiblings:
 
 class LocalSiblings:
     """Workers in one process, asked directly: the fake beside ``SocketSiblings``.
-    ``LocalSiblings.group(n)`` gives n of them, each knowing the others; a worker in
-    ``absent`` answers nothing, as one that is starting again."""
+    ``LocalSiblings.group(n)`` gives n of them, each knowing the others; one made
+    ``absent`` answers nothing, as one that is starting again; ``asked`` lists the
+    questions a worker asked (name, argument)."""
 
     def __init__(self, name: str, group: list[LocalSiblings]) -> None:
         self._name = name
         self._group = group
         self._answerers: dict[str, Answerer] = {}
         self.absent = False
+        self.asked: list[tuple[str, str]] = []
 
     @classmethod
     def group(cls, count: int) -> list[LocalSiblings]:
@@ -221,6 +223,7 @@ class LocalSiblings:
 
     async def ask(self, question: str, argument: str = "", *, max_bytes: int) -> list[tuple[str, bytes]]:
         _question_line(question, argument)
+        self.asked.append((question, argument))
         answers = []
         for member in self._group:
             answerer = member._answerers.get(question)

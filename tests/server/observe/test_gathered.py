@@ -33,7 +33,8 @@ def worker_registry(requests: int, memory: float, latencies: list[float]) -> Col
     return registry
 
 
-def exposed(families: list[Metric]) -> str:
+def holding(families: list[Metric]) -> CollectorRegistry:
+    """A registry whose one collector gives ``families`` (as a scrape's is built)."""
     registry = CollectorRegistry(auto_describe=False)
 
     class Collected:
@@ -41,7 +42,17 @@ def exposed(families: list[Metric]) -> str:
             return families
 
     registry.register(Collected())  # type: ignore[arg-type]
-    return generate_latest(registry).decode()
+    return registry
+
+
+def exposed(families: list[Metric]) -> str:
+    return generate_latest(holding(families)).decode()
+
+
+def exposed_openmetrics(families: list[Metric]) -> str:
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    return generate_openmetrics(holding(families)).decode()
 
 
 def as_samples(families: list[Metric]) -> list[tuple[str, str, str, str, list[tuple[str, dict[str, str], float]]]]:
@@ -88,6 +99,10 @@ def test_workers_merge_into_one_family_each_with_every_sample_labelled() -> None
         ("toolwire_worker_answered", (("worker", "2"),)): 0.0,
     }
     assert all('worker="' in line for line in text.splitlines() if not line.startswith("#"))
+    assert "# TYPE toolwire_worker_answered gauge\n" in text
+    assert "# HELP toolwire_worker_answered 1 for each worker" in text
+    opened = exposed_openmetrics(merged_families([("0", first), ("1", second)], ("0", "1")))
+    assert "# UNIT toolwire_store_bytes bytes\n" in opened
 
 
 def test_a_family_of_another_type_in_a_later_worker_is_left_out() -> None:
@@ -95,53 +110,48 @@ def test_a_family_of_another_type_in_a_later_worker_is_left_out() -> None:
     counter.add_sample("toolwire_thing_total", {}, 1.0)
     gauge = Metric("toolwire_thing", "As a gauge.", "gauge")
     gauge.add_sample("toolwire_thing", {}, 7.0)
-    merged = merged_families([("0", [counter]), ("1", [gauge])], ("0", "1"))
-    assert as_samples(merged[:1]) == [
-        ("toolwire_thing", "As a counter.", "counter", "", [("toolwire_thing_total", {"worker": "0"}, 1.0)])
+    other = Metric("toolwire_other", "Another.", "gauge")
+    other.add_sample("toolwire_other", {}, 3.0)
+    merged = merged_families([("0", [counter]), ("1", [gauge, other])], ("0", "1"))
+    assert as_samples(merged[:2]) == [
+        ("toolwire_thing", "As a counter.", "counter", "", [("toolwire_thing_total", {"worker": "0"}, 1.0)]),
+        ("toolwire_other", "Another.", "gauge", "", [("toolwire_other", {"worker": "1"}, 3.0)]),
     ]
 
 
+GAUGE = '"name": "x", "documentation": "d", "type": "gauge", "unit": ""'
+
+
 @pytest.mark.parametrize(
-    ("data", "reason"),
+    ("data", "message"),
     [
-        (b"{", "not JSON"),
-        (b'{"name": "x"}', "not a list of metric families"),
-        (b"[1]", "family 0 is not an object"),
-        (b'[{"name": "x", "documentation": "d", "type": "gauge"}]', "family 0 lacks a name, help, type or unit"),
-        (b'[{"name": "x", "documentation": "d", "type": "sideways", "unit": ""}]', "family 0 (x): Invalid metric type"),
-        (b'[{"name": "", "documentation": "d", "type": "gauge", "unit": ""}]', "family 0 (): metric name cannot be empty"),
-        (b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": ""}]', "family 0 (x) has no list of samples"),
+        ("[", "not JSON: unexpected end of data: line 1 column 2 (char 1)"),
+        ('{"name": "x"}', "not a list of metric families"),
+        ("[1]", "family 0 is not an object"),
+        ('[{"name": "x", "documentation": "d", "type": "gauge"}]', "family 0 lacks a name, help, type or unit"),
+        ('[{"name": 1, "documentation": "d", "type": "gauge", "unit": ""}]', "family 0 lacks a name, help, type or unit"),
+        ('[{"name": "x", "documentation": 1, "type": "gauge", "unit": ""}]', "family 0 lacks a name, help, type or unit"),
+        ('[{"name": "x", "documentation": "d", "type": 1, "unit": ""}]', "family 0 lacks a name, help, type or unit"),
+        ('[{"name": "x", "documentation": "d", "type": "sideways", "unit": ""}]', "family 0 (x): Invalid metric type: sideways"),
+        ('[{"name": "", "documentation": "d", "type": "gauge", "unit": ""}]', "family 0 (): metric name cannot be empty"),
+        ("[{" + GAUGE + "}]", "family 0 (x) has no list of samples"),
+        ("[{" + GAUGE + ', "samples": 3}]', "family 0 (x) has no list of samples"),
+        ("[{" + GAUGE + ', "samples": [["x", {}]]}]', "family 0 (x) has a sample that is not [name, labels, value]"),
+        ("[{" + GAUGE + ', "samples": [3]}]', "family 0 (x) has a sample that is not [name, labels, value]"),
         (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [["x", {}]]}]',
-            "has a sample that is not [name, labels, value]",
+            "[{" + GAUGE + ', "samples": [["x", {"a": 1}, 1]]}]',
+            "family 0 (x) has a sample without a name or with labels that are not text",
         ),
-        (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [["x", {"a": 1}, 1]]}]',
-            "with labels that are not text",
-        ),
-        (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [[2, {}, 1]]}]',
-            "has a sample without a name",
-        ),
-        (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [["x", [], 1]]}]',
-            "has a sample without a name",
-        ),
-        (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [["x", {}, "many"]]}]',
-            "has a sample whose value is not a number",
-        ),
-        (
-            b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": [["x", {}, true]]}]',
-            "has a sample whose value is not a number",
-        ),
-        (b'[{"name": "x", "documentation": "d", "type": "gauge", "unit": "", "samples": 3}]', "has no list of samples"),
+        ("[{" + GAUGE + ', "samples": [[2, {}, 1]]}]', "family 0 (x) has a sample without a name or with labels that are not text"),
+        ("[{" + GAUGE + ', "samples": [["x", [], 1]]}]', "family 0 (x) has a sample without a name or with labels that are not text"),
+        ("[{" + GAUGE + ', "samples": [["x", {}, "many"]]}]', "family 0 has a sample whose value is not a number"),
+        ("[{" + GAUGE + ', "samples": [["x", {}, true]]}]', "family 0 has a sample whose value is not a number"),
     ],
 )
-def test_what_is_not_a_workers_families_is_refused_with_a_reason(data: bytes, reason: str) -> None:
+def test_what_is_not_a_workers_families_is_refused_with_a_reason(data: str, message: str) -> None:
     with pytest.raises(ValueError) as raised:
-        families_from_json(data)
-    assert reason in str(raised.value)
+        families_from_json(data.encode())
+    assert str(raised.value) == message
 
 
 def test_the_second_family_is_named_when_it_is_the_one_refused() -> None:
@@ -163,3 +173,5 @@ def test_summaries_merge_in_progress_first_then_newest_first() -> None:
     assert [s["request_id"] for s in merged_summaries([first, second], 3)] == ["d", "a", "b"]
     assert merged_summaries([first, second], -1) == [] and merged_summaries([first, second], 0) == []
     assert merged_summaries([], None) == []
+    timeless = {"request_id": "f", "outcome": "completed"}  # (another worker's, odd)
+    assert [s["request_id"] for s in merged_summaries([first, [timeless]], None)] == ["a", "b", "c", "f"]

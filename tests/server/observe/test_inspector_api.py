@@ -233,6 +233,7 @@ def test_with_other_workers_the_list_holds_theirs_and_a_record_opens_wherever_it
         limited = client.get("/ui/api/exchanges", params={"limit": "2"}).json()
         records = {request_id: client.get(f"/ui/api/exchanges/{request_id}") for request_id in ("resp_2", "resp_5")}
         missing = client.get("/ui/api/exchanges/resp_9")
+        asked = list(siblings[0].asked)
         siblings[1].absent = True  # (starting again)
         without = client.get("/ui/api/exchanges").json()
         gone = client.get("/ui/api/exchanges/resp_2")
@@ -247,19 +248,35 @@ def test_with_other_workers_the_list_holds_theirs_and_a_record_opens_wherever_it
     assert missing.status_code == 404
     assert [s["request_id"] for s in without["data"]] == ["resp_5", "resp_4", "resp_3", "resp_1"]
     assert gone.status_code == 404
+    # The limit is asked for, so that another worker sends no more than that.
+    assert asked == [("exchanges", ""), ("exchanges", "2"), *(("exchange", f"resp_{n}") for n in (2, 5, 9))]
+
+
+async def test_another_worker_answers_with_at_most_the_summaries_asked_for() -> None:
+    siblings = LocalSiblings.group(2)
+    inspector_routes(kept("resp_1", "resp_2", "resp_3"), siblings=siblings[1])
+    for argument, expected in [("", 3), ("2", 2), ("0", 0), ("-1", 0), ("two", 3)]:
+        ((_, answer),) = await siblings[0].ask("exchanges", argument, max_bytes=1_000_000)
+        listing = orjson.loads(answer)
+        assert len(listing["data"]) == expected and listing["kept"]["exchanges"] == 3, argument
+    ((_, record),) = await siblings[0].ask("exchange", "resp_2", max_bytes=1_000_000)
+    assert orjson.loads(record)["request_id"] == "resp_2"
+    assert await siblings[0].ask("exchange", "resp_9", max_bytes=1_000_000) == []
 
 
 def test_another_workers_list_that_cannot_be_read_is_left_out(caplog: pytest.LogCaptureFixture) -> None:
-    siblings = LocalSiblings.group(4)
+    siblings = LocalSiblings.group(5)
     ring = kept("resp_1")
-    broken = [b"not json", b'{"data": [], "kept": {"exchanges": "1"}}', b'{"data": [1], "kept": {}}']
+    broken = [b"not json", b'{"data": [], "kept": {"exchanges": "1"}}', b'{"data": [1], "kept": {}}', b'{"data": [], "kept": []}']
     for worker, answer in zip(siblings[1:], broken, strict=True):
         worker.answer("exchanges", lambda argument, answer=answer: answer)
     with TestClient(Starlette(routes=inspector_routes(ring, siblings=siblings[0])), client=("127.0.0.1", 1)) as client:
         listing = client.get("/ui/api/exchanges").json()
     assert [s["request_id"] for s in listing["data"]] == ["resp_1"]
     assert listing["kept"]["exchanges"] == 1
-    assert sum("cannot be read; left out" in record.getMessage() for record in caplog.records) == 3
+    assert [record.getMessage() for record in caplog.records] == [
+        f"worker {n} answered with a list of exchanges that cannot be read; left out" for n in (1, 2, 3, 4)
+    ]
 
 
 def test_an_id_that_cannot_be_asked_of_other_workers_is_not_found() -> None:
@@ -270,3 +287,4 @@ def test_an_id_that_cannot_be_asked_of_other_workers_is_not_found() -> None:
         assert client.get("/ui/api/exchanges/resp_1").status_code == 200
         assert client.get("/ui/api/exchanges/resp_1%0Aexchange%20resp_1").status_code == 404
         assert client.get("/ui/api/exchanges/resp%201").status_code == 404
+        assert client.get("/ui/api/exchanges/resp_1%0D").status_code == 404

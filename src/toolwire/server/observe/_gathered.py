@@ -5,7 +5,8 @@ With ``--workers N`` each worker counts and keeps its own exchanges; a scrape of
 (``toolwire.server._siblings``) and puts their answers beside its own:
 
 * metric families travel as JSON (``families_to_json``, ``families_from_json``: the
-  families' names, help, types and units, and their samples' names, labels and values)
+  families' names, help, types and units, and their samples' names, labels and values;
+  toolwire's metrics carry no timestamps or exemplars)
   and are merged by name (``merged_families``), every sample labelled with its worker
   (``worker="0"``..), so that no two workers' series collide and a counter that a
   restarted worker starts again from zero is one series starting again, as Prometheus
@@ -75,7 +76,7 @@ def merged_families(by_worker: Sequence[tuple[str, Sequence[Metric]]], workers: 
             elif into.type != family.type:
                 continue
             for sample in family.samples:
-                into.add_sample(sample.name, {**sample.labels, WORKER_LABEL: worker}, sample.value, sample.timestamp)
+                into.add_sample(sample.name, {**sample.labels, WORKER_LABEL: worker}, sample.value)
     answered = {worker for worker, _ in by_worker}
     up = Metric(_ANSWERED[0], _ANSWERED[1], "gauge")
     for worker in workers:
