@@ -220,6 +220,8 @@ def test_a_workers_place_comes_from_its_environment(tmp_path: Path) -> None:
     assert place == WorkerPlace(tmp_path, 1, 2)
     assert WorkerPlace.from_environment(place.environment()) == place
     assert place.socket_of(0) == tmp_path / "0.sock"
+    first = {WORKERS_DIR_ENV: str(tmp_path), WORKER_INDEX_ENV: "0", WORKERS_ENV: "1"}
+    assert WorkerPlace.from_environment(first) == WorkerPlace(tmp_path, 0, 1)
     for index in ("2", "-1"):
         with pytest.raises(ValueError, match="no such worker"):
             WorkerPlace.from_environment({WORKERS_DIR_ENV: str(tmp_path), WORKER_INDEX_ENV: index, WORKERS_ENV: "2"})
