@@ -120,8 +120,8 @@ RECOGNIZED: list[tuple[str, str, list[Signal]]] = [
     # A string ending in an escaped backslash ends at the quote after it
     (
         "hermes-backslash-before-the-closing-quote",
-        '<tool_call>{"name": "exec_command", "arguments": {"cmd": "dir C:\\\\", "workdir": "\\"x\\\\\\""}}</tool_call>Done.',
-        [call("exec_command", cmd="dir C:\\", workdir='"x\\"'), text("Done.")],
+        '<tool_call>{"name": "exec_command", "arguments": {"cmd": "dir C:\\\\", "workdir": "}\\"x\\\\\\""}}</tool_call>Done.',
+        [call("exec_command", cmd="dir C:\\", workdir='}"x\\"'), text("Done.")],
     ),
     # A backtick, what could begin a marker, a backtick: two spans, however it is cut
     (
@@ -725,6 +725,9 @@ def test_after_a_flush_the_content_starts_again() -> None:
     out = recognizer.feed("Hi.") + recognizer.flush()
     out += recognizer.feed(" \n") + recognizer.feed('<tool_call>{"name": "exec_command", "arguments": {}}</tool_call>')
     assert signals(out + recognizer.flush()) == [text("Hi."), call("exec_command")]
+    recognizer = TextCallRecognizer(OFFERED)
+    out = recognizer.feed("Hi.") + recognizer.flush() + recognizer.feed(" \n") + recognizer.flush()
+    assert signals(out) == [text("Hi. \n")]  # (nothing but space followed: it stays, as at the start)
 
 
 def test_a_glm_call_is_read_whatever_letter_its_tool_begins_with() -> None:
