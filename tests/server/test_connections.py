@@ -30,6 +30,7 @@ from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
 from toolwire.server._settings import CONFIG_ENV
+from toolwire.server._transport import CLIENT_GONE_EXTENSION
 
 BOUNDS: dict[str, Any] = {
     "client_header_timeout": 0.5,
@@ -623,3 +624,47 @@ async def test_bytes_pending_are_those_the_kernel_holds_unread() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_each_request_is_offered_the_watch_on_its_connection_s_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request finds in its scope (``CLIENT_GONE_EXTENSION``) the watch of its
+    connection's ``Departures``: the same for the requests of a kept-alive connection,
+    another for another connection; when the client goes, what watches is called."""
+    config = chat_config("http://127.0.0.1:9/v1", **BOUNDS)
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    offered: list[Any] = []
+    gone = asyncio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            for reply in ("lifespan.startup.complete", "lifespan.shutdown.complete"):
+                await receive()
+                await send({"type": reply})
+            return
+        watch = scope["extensions"][CLIENT_GONE_EXTENSION]["watch"]
+        offered.append(watch)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]
+                    if scope["path"] != "/hold" else []})
+        if scope["path"] != "/hold":
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
+        watch(gone.set)
+        await send({"type": "http.response.body", "body": b"held", "more_body": True})
+        await gone.wait()
+
+    async with uvicorn_serving(app, config.server) as (url, _):
+        served = Served(url)
+        first = await served.connect(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.wait_for(first.reader.readuntil(b"\r\n\r\nok"), 10)
+        await first.send(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.wait_for(first.reader.readuntil(b"held"), 10)
+        other = await served.connect(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.wait_for(other.reader.readuntil(b"\r\n\r\nok"), 10)
+        assert not gone.is_set()
+        first.close()
+        await asyncio.wait_for(gone.wait(), 10)
+        await served.close_all()
+    assert len(offered) == 3
+    assert offered[0] == offered[1], "one connection, one Departures"
+    assert offered[0].__self__ is not offered[2].__self__, "each connection its own"

@@ -30,7 +30,7 @@ from tests.support.chat_upstream import (
 )
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.responses_upstream import ResponsesUpstream, answer, message
-from tests.support.served import chat_config, gateway_client, serving, sse_events
+from tests.support.served import chat_config, gateway_app, gateway_client, serving, sse_events
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.server import GatewaySettings, build_router, create_app
@@ -60,9 +60,18 @@ def exchange_log(caplog: pytest.LogCaptureFixture) -> Iterator[list[JSON]]:
     caplog.set_level(logging.INFO, logger="toolwire.exchange")
 
     class Lines(list[JSON]):
-        def __iter__(self) -> Iterator[JSON]:
+        """Read again at each look: iterated, or asked its length (``bool`` asks that)."""
+
+        def _read(self) -> None:
             self[:] = [orjson.loads(r.getMessage()) for r in caplog.records if r.name == "toolwire.exchange"]
+
+        def __iter__(self) -> Iterator[JSON]:
+            self._read()
             return super().__iter__()
+
+        def __len__(self) -> int:
+            self._read()
+            return super().__len__()
 
     yield Lines()
 
@@ -592,12 +601,17 @@ async def test_a_store_that_cannot_keep_fails_a_whole_answer_but_not_a_stream(
     ]
 
 
+@pytest.mark.parametrize("http", [None, "httptools"], ids=["toolwire's protocol", "uvicorn's"])
 async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
-    upstream: ChatUpstream, exchange_log: list[JSON], caplog: pytest.LogCaptureFixture
+    upstream: ChatUpstream, exchange_log: list[JSON], caplog: pytest.LogCaptureFixture, http: str | None
 ) -> None:
+    """toolwire's HTTP protocol tells the exchange by a callback (its connection's
+    ``Departures``); under a server that does not offer them, the exchange waits for
+    ``http.disconnect`` itself. Either way the upstream request is cancelled."""
     caplog.set_level(logging.INFO, logger="toolwire.server")
     upstream.enqueue(Stall(after_chunks=3, seconds=30, reply=Text("a long answer that the client will not wait for")))
-    async with gateway_client(chat_config(upstream.base_url)) as client:
+    config = chat_config(upstream.base_url)
+    async with serving(gateway_app(config), config.server, http=http) as url, httpx.AsyncClient(base_url=url) as client:
         async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as response:
             async for chunk in response.aiter_raw():
                 if b"response.output_text.delta" in chunk:

@@ -202,10 +202,8 @@ async def test_a_client_leaving_after_its_whole_answer_does_not_cancel_the_excha
     Before the answer is out, the same watch cancels it."""
     answer = answer_on(KeptTransport())
     exchange_task = asyncio.ensure_future(asyncio.sleep(30))
-    gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    gone.set_result(None)
     watch = _ClientWatch(exchange_task, answer)
-    watch(gone)
+    watch()
     assert exchange_task.cancelling() == 1 and watch.left  # nothing was out yet
     exchange_task.uncancel()
     watch = _ClientWatch(exchange_task, answer)
@@ -215,7 +213,7 @@ async def test_a_client_leaving_after_its_whole_answer_does_not_cancel_the_excha
         await answer.response({"id": "resp_1", "object": "response", "status": "completed"})
     else:
         await answer.events([{"type": "response.completed", "response": {}}], last=True)
-    watch(gone)
+    watch()
     assert exchange_task.cancelling() == 0 and not watch.left
     exchange_task.cancel()
 

@@ -69,15 +69,18 @@ def as_asgi3(app: ASGIApp) -> ASGIApp:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0) -> AsyncIterator[str]:
-    """``app`` served on a free loopback port until the block ends; its URL."""
-    async with uvicorn_serving(app, server, timeout=timeout) as (url, _):
+async def serving(
+    app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0, http: str | None = None
+) -> AsyncIterator[str]:
+    """``app`` served on a free loopback port until the block ends; its URL. ``http``:
+    uvicorn's HTTP protocol instead of toolwire's (``"httptools"``: uvicorn's own)."""
+    async with uvicorn_serving(app, server, timeout=timeout, http=http) as (url, _):
         yield url
 
 
 @contextlib.asynccontextmanager
 async def uvicorn_serving(
-    app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0
+    app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0, http: str | None = None
 ) -> AsyncIterator[tuple[str, uvicorn.Server]]:
     """``serving``, with the ``uvicorn.Server`` itself: ``server.should_exit = True`` begins
     its shutdown as SIGTERM does (the block's end then waits for it)."""
@@ -91,7 +94,7 @@ async def uvicorn_serving(
         lifespan="on",
         timeout_keep_alive=settings.keep_alive_timeout,
         timeout_graceful_shutdown=settings.shutdown_grace,
-        **uvicorn_protocols(settings),
+        **{**uvicorn_protocols(settings), **({"http": http} if http is not None else {})},
     )
     served = uvicorn.Server(config)
     task = asyncio.ensure_future(served.serve())

@@ -3,7 +3,7 @@ delivery, in order, for tests that drive ``ExchangePipeline`` or ``pump`` direct
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,9 @@ class KeptTransport:
     async def send_events(self, events: list[Any], *, last: bool) -> None:
         self.deliveries.append(("events", list(events), last))
 
-    async def client_gone(self) -> None:
-        await asyncio.Event().wait()
+    def watch_client(self, on_gone: Callable[[], None]) -> Callable[[], None]:
+        """The client never leaves: nothing to watch."""
+        return lambda: None
 
     def event_deliveries(self) -> list[tuple[list[str], bool]]:
         return [([e["type"] for e in d[1]], d[2]) for d in self.deliveries if d[0] == "events"]

@@ -41,6 +41,10 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
 The limits are read once per process from the configuration the app factory reads
 (``toolwire serve`` puts it in the environment); uvicorn builds this protocol by name
 (``http="toolwire.server._connections:BoundedHttpToolsProtocol"``).
+
+Each request's scope also carries the ``watch`` of its connection's ``Departures`` (the
+extension ``CLIENT_GONE_EXTENSION``, see ``_transport``): when the connection is lost, the exchanges
+it carries are told by a callback, without a task of theirs waiting for ``http.disconnect``.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from toolwire.config import GatewayConfig, ServerConfig
 from ._capacity import capacity, open_files_limit
 from ._limits import RETRY_AFTER_SECONDS, busy_body, count_limit
 from ._settings import CONFIG_ENV
+from ._transport import CLIENT_GONE_EXTENSION, Departures
 from ._turn_writes import TurnWrites
 from ._uvicorn import DrainingWebSocketProtocol
 
@@ -221,6 +226,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         self._over_capacity = False
         self._handed_over = False  # to the WebSocket protocol
+        self._departures = Departures()
+        self._client_gone: dict[object, object] = {"watch": self._departures.watch}  # offered to each request
 
     # ------------------------------------------------------------------ connection
 
@@ -240,6 +247,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_send_deadline()
         self._table.closed(self)
         super().connection_lost(exc)
+        self._departures.depart()
 
     def reclaim(self) -> None:
         """Closed to make room for a new connection (it was waiting for a request)."""
@@ -300,6 +308,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._deadline = self.loop.call_later(self._limits.body_timeout, self._body_check)
 
     def on_headers_complete(self) -> None:
+        self.scope.setdefault("extensions", {})[CLIENT_GONE_EXTENSION] = self._client_gone
         self._awaiting_head = False
         self._head_bytes = 0
         self._cancel_deadline()

@@ -7,11 +7,14 @@ unread), reads the body (bounded) and hands it to the pipeline with an
 ``SseTransport``, which frames what the pipeline says: an error as an OpenAI-shaped
 JSON body with its status (and ``retry-after``), a whole Response as JSON, a stream as
 ``text/event-stream`` with one ``event:``/``data:`` block per event and one write per
-batch. The client is gone when the server reports ``http.disconnect``.
+batch. The client is gone when its connection's ``Departures`` say so (toolwire's HTTP
+protocol offers them in the scope), else when the server reports ``http.disconnect``.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,7 +26,7 @@ from ._asgi import ClientDisconnected, read_body, send_bytes
 from ._auth import principal_of
 from ._errors import send_error
 from ._pipeline import ExchangePipeline
-from ._transport import ErrorAnswer
+from ._transport import CLIENT_GONE_EXTENSION, ErrorAnswer, Watch
 from .types import Receive, Scope, Send
 
 SSE_HEADERS = [
@@ -42,7 +45,8 @@ class ResponsesHttpEndpoint:
         self._compact = compact
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        transport = SseTransport(send, receive)
+        client_gone = scope.get("extensions", {}).get(CLIENT_GONE_EXTENSION)
+        transport = SseTransport(send, receive, client_gone["watch"] if client_gone is not None else None)
         slot = self.pipeline.streams.take()
         if slot is None:  # refused before its body is read
             await transport.send_error(self.pipeline.streams.refusal)
@@ -65,11 +69,14 @@ class ResponsesHttpEndpoint:
 class SseTransport:
     """One HTTP response: a JSON error, a JSON Response, or an SSE stream."""
 
-    __slots__ = ("_receive", "_send")
+    __slots__ = ("_receive", "_send", "_watch")
 
-    def __init__(self, send: Send, receive: Receive) -> None:
+    def __init__(self, send: Send, receive: Receive, watch: Watch | None = None) -> None:
+        """``watch``: how the server tells the client's leaving (``Departures.watch``); None:
+        by ``http.disconnect``."""
         self._send = send
         self._receive = receive
+        self._watch = watch
 
     async def send_error(self, error: ErrorAnswer) -> None:
         headers = [(b"retry-after", error.retry_after.encode("latin-1", "replace"))] if error.retry_after else []
@@ -85,7 +92,24 @@ class SseTransport:
         payload = encode_events([(dumps_event(event), event["type"]) for event in events])
         await self._send({"type": "http.response.body", "body": payload, "more_body": not last})
 
-    async def client_gone(self) -> None:
+    def watch_client(self, on_gone: Callable[[], None]) -> Callable[[], None]:
+        if self._watch is not None:
+            return self._watch(on_gone)
+        waiting = asyncio.ensure_future(self._disconnect())
+
+        def ended(waited: asyncio.Future[None]) -> None:
+            if not waited.cancelled():
+                waited.exception()  # retrieved: a wait that fails counts as the client gone
+                on_gone()
+
+        def stop() -> None:
+            waiting.cancel()
+
+        waiting.add_done_callback(ended)
+        return stop
+
+    async def _disconnect(self) -> None:
+        """Return when the server reports ``http.disconnect`` (a server without ``Departures``)."""
         receive = self._receive
         while True:
             message = await receive()

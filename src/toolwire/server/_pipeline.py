@@ -121,9 +121,8 @@ class ExchangePipeline:
         # the rest of the body puts the connection back in the pool, for a second at most).
         task = asyncio.current_task()
         assert task is not None
-        gone = asyncio.ensure_future(transport.client_gone())
         watch = _ClientWatch(task, answer)
-        gone.add_done_callback(watch)
+        unwatch = transport.watch_client(watch)
         failure: Exception | None = None
         try:
             await self._serve(answer, asked)
@@ -141,7 +140,7 @@ class ExchangePipeline:
             log.error("exchange %s failed", exchange.request_id, exc_info=exc)
         finally:
             watch.over = True
-            gone.cancel()
+            unwatch()
             answer.conclude(failure)
             if exchange.previous_response_id is not None and exchange.outcome in _FAILED:
                 asked.history.forget(exchange.previous_response_id)
@@ -240,10 +239,7 @@ class _ClientWatch:
         self.left = False
         self.over = False
 
-    def __call__(self, gone: asyncio.Future[None]) -> None:
-        if gone.cancelled():
-            return
-        gone.exception()  # retrieved: a watch that fails counts as the client gone
+    def __call__(self) -> None:
         if self.over or self._answer.complete:
             return
         self.left = True

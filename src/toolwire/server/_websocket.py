@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +63,7 @@ from ._auth import principal_of
 from ._history import ConnectionHistory
 from ._limits import count_limit
 from ._pipeline import ExchangePipeline
-from ._transport import ErrorAnswer
+from ._transport import Departures, ErrorAnswer
 from ._uvicorn import DRAIN_EXTENSION
 from .types import Receive, Scope, Send
 
@@ -139,6 +140,8 @@ class ResponsesConnection:
         """Something happened: a message arrived, the client went away, the server is
         shutting down, or the lifetime is over."""
         self.gone = asyncio.Event()
+        self.departures = Departures()
+        """The watches of the exchange in progress, called when the client goes away."""
         drain = scope.get("extensions", {}).get(DRAIN_EXTENSION)
         self._draining: asyncio.Event = drain["event"] if drain is not None else asyncio.Event()
         if drain is not None:
@@ -230,6 +233,7 @@ class ResponsesConnection:
                     count_limit("ws_max_message_bytes")
                 self.gone.set()
                 self._stirred.set()
+                self.departures.depart()
                 return
 
     async def _end_of_life(self) -> None:
@@ -293,8 +297,8 @@ class WebSocketTransport:
         for event in events:
             await self._connection.send_json(event)
 
-    async def client_gone(self) -> None:
-        await self._connection.gone.wait()
+    def watch_client(self, on_gone: Callable[[], None]) -> Callable[[], None]:
+        return self._connection.departures.watch(on_gone)
 
 
 def _response_create(message: _Message) -> tuple[JSON, bytes, bool]:
