@@ -1,6 +1,7 @@
 """How an exchange hears that its client left: a connection's ``Departures`` (what toolwire's
-HTTP protocol and the WebSocket connection call when the client goes), and the HTTP
-transport's own wait for ``http.disconnect`` under a server that offers none. The whole
+HTTP protocol and the WebSocket connection call when the client goes), the HTTP endpoint
+watching by the one its server offers, and the HTTP transport's own wait for
+``http.disconnect`` under a server that offers none. The whole
 way, a client leaving mid-stream and its upstream request cancelled, is in
 tests/server/test_pipeline.py (under both servers) and tests/server/test_websocket.py."""
 
@@ -10,11 +11,19 @@ import asyncio
 import logging
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.support.waiting import until
-from toolwire.server._http_responses import SseTransport
-from toolwire.server._transport import Departures
+from toolwire.config import GatewayConfig
+from toolwire.server import GatewaySettings, build_router
+from toolwire.server._http_responses import ResponsesHttpEndpoint, SseTransport
+from toolwire.server._pipeline import ExchangePipeline
+from toolwire.server._transport import CLIENT_GONE_EXTENSION, Departures
+
+MOCK_ONLY = GatewayConfig.model_validate(
+    {"server": {"store": "none"}, "upstreams": [{"name": "mock", "kind": "mock", "default": True}]}
+)
 
 
 class Calls:
@@ -31,7 +40,7 @@ def test_each_watch_is_called_once_in_order_when_the_client_departs() -> None:
     departures, calls = Departures(), Calls()
     departures.watch(calls.watch("first"))
     departures.watch(calls.watch("second"))
-    assert calls.called == [] and not departures.gone
+    assert calls.called == [] and departures.gone is False
     departures.depart()
     assert calls.called == ["first", "second"] and departures.gone
     departures.depart()
@@ -129,3 +138,40 @@ async def test_a_wait_for_http_disconnect_ended_by_the_exchange_calls_nothing() 
     receive.messages.put_nowait({"type": "http.disconnect"})
     await asyncio.sleep(0.05)
     assert calls.called == [] and receive.asked == 1
+
+
+async def test_the_endpoint_watches_by_the_extension_the_server_offers() -> None:
+    """Offered the watch of its connection's ``Departures`` (toolwire's HTTP protocol offers
+    it to every request), the endpoint's exchange watches by it: ``receive`` is asked for the
+    body only, no task of the exchange's waits for ``http.disconnect``, and the watch is
+    ended once the exchange is over."""
+    pipeline = ExchangePipeline(build_router(MOCK_ONLY), GatewaySettings())
+    watched: list[Any] = []
+    ended: list[Any] = []
+
+    def watch(on_gone: Any) -> Any:
+        watched.append(on_gone)
+        return lambda: ended.append(on_gone)
+
+    body = orjson.dumps({"model": "m", "input": "hi", "stream": True})
+    asked: list[Any] = []
+
+    async def receive() -> Any:
+        asked.append("receive")
+        if len(asked) == 1:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays
+        raise AssertionError("not reached")
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/responses", "headers": [],
+             "extensions": {CLIENT_GONE_EXTENSION: {"watch": watch}}}
+    await ResponsesHttpEndpoint(pipeline)(scope, receive, send)
+    await asyncio.sleep(0.05)  # a task of the exchange's, had it made one, would have asked by now
+    assert sent[0]["status"] == 200 and b"response.completed" in sent[-1]["body"]
+    assert asked == ["receive"]
+    assert len(watched) == 1 and ended == watched
