@@ -139,9 +139,9 @@ class ResponsesConnection:
         self._stirred = asyncio.Event()
         """Something happened: a message arrived, the client went away, the server is
         shutting down, or the lifetime is over."""
-        self.gone = asyncio.Event()
         self.departures = Departures()
-        """The watches of the exchange in progress, called when the client goes away."""
+        """The watches of the exchange in progress, called when the client goes away
+        (``departures.gone`` says it has)."""
         drain = scope.get("extensions", {}).get(DRAIN_EXTENSION)
         self._draining: asyncio.Event = drain["event"] if drain is not None else asyncio.Event()
         if drain is not None:
@@ -179,7 +179,7 @@ class ResponsesConnection:
         """The next message to answer, or None once the connection is over (closed if need be)."""
         loop = asyncio.get_running_loop()
         while True:
-            if self.gone.is_set():
+            if self.departures.gone:
                 return None
             if self._draining.is_set():
                 await self._close(GOING_AWAY, "The gateway is shutting down.")
@@ -231,9 +231,8 @@ class ResponsesConnection:
             elif message["type"] == "websocket.disconnect":
                 if message.get("code") == 1009 and not self._closed:
                     count_limit("ws_max_message_bytes")
-                self.gone.set()
-                self._stirred.set()
                 self.departures.depart()
+                self._stirred.set()
                 return
 
     async def _end_of_life(self) -> None:
@@ -248,7 +247,7 @@ class ResponsesConnection:
         await self._close(1000, "connection lifetime limit reached")
 
     async def _close(self, code: int, reason: str) -> None:
-        if not self._closed and not self.gone.is_set():
+        if not self._closed and not self.departures.gone:
             self._closed = True
             await self._guarded(self._send({"type": "websocket.close", "code": code, "reason": reason}))
 
