@@ -13,6 +13,7 @@ from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.observed import exchange, observed_client, observed_config
 from toolwire.config import ServerConfig
+from toolwire.server._siblings import LocalSiblings
 from toolwire.server.observe import observability
 from toolwire.server.observe._capture import CaptureObserver
 from toolwire.server.observe._inspector import RecentExchanges
@@ -98,3 +99,17 @@ def test_the_inspector_and_the_capture_hide_keys_of_any_shape(tmp_path: Path) ->
     for record in (shown, written):
         assert record is not None and b"[redacted] and [redacted]" in record
         assert b"plain-upstream-key" not in record and b"plain-client-key" not in record
+
+
+def test_with_other_workers_the_metrics_and_the_inspector_show_theirs_too() -> None:
+    """The gateway's siblings reach both routes: a scrape of one worker and its inspector's
+    list hold what the other worker served."""
+    config = observed_config("http://127.0.0.1:9/v1")
+    workers = [observability(config, environ={}, siblings=sibling) for sibling in LocalSiblings.group(2)]
+    for observer in workers[1].observers:
+        observer.finished(exchange("resp_elsewhere"))
+    with TestClient(Starlette(routes=workers[0].routes), client=("127.0.0.1", 50000)) as client:
+        scraped = client.get("/metrics").text
+        listed = client.get("/ui/api/exchanges").json()
+    assert 'toolwire_requests_total{model="m",outcome="completed",status="200",upstream="local",worker="1"} 1.0' in scraped
+    assert [summary["request_id"] for summary in listed["data"]] == ["resp_elsewhere"]

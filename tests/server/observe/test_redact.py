@@ -109,6 +109,14 @@ def test_a_long_text_is_redacted_every_time_and_not_kept() -> None:
     assert len(redactor._texts) == 0
 
 
+def test_a_text_of_the_longest_kept_length_is_kept() -> None:
+    redactor = Redactor([SECRET])
+    text = SECRET + " " + "x" * (KEPT_TEXT_LENGTH - len(SECRET) - 1)
+    assert len(text) == KEPT_TEXT_LENGTH
+    assert redactor.text(text) == REDACTED + text[len(SECRET) :]
+    assert len(redactor._texts) == 1
+
+
 def test_clean_json_is_returned_as_it_is() -> None:
     raw = orjson.dumps({"model": "m", "prompt_cache_key": "k", "input": [{"content": "a task-runner", "max_output_tokens": 5}]})
     assert Redactor([SECRET]).redact_json(raw) is raw
