@@ -6,8 +6,10 @@ returning (measured: a 16 MiB SSE event made of 1 KiB lines left the gateway's R
 16.8 MiB higher for good). ``malloc_trim`` hands every free page back; it costs about a
 millisecond on a heap of a few hundred MiB. ``return_freed_memory_soon`` runs it a
 moment after a bound tripped, when the exchange it cut is over and has let go of what it
-held, and at most once a second however many trip. Elsewhere than on glibc it does
-nothing.
+held, and at most once a second however many trip; and a moment after the last client
+connection of the process closes (``ConnectionTable``), since the connections of a burst
+free what they held as they close, after the trims of the bounds they tripped. Elsewhere
+than on glibc it does nothing.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -29,8 +29,10 @@ from tests.support.served import chat_config, gateway_app, tripped_here, uvicorn
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.server import _connections
+from toolwire.server._connections import ConnectionLimits
 from toolwire.server._settings import CONFIG_ENV
 from toolwire.server._transport import CLIENT_GONE_EXTENSION
+from toolwire.server._uvicorn import DrainingWebSocketProtocol
 
 BOUNDS: dict[str, Any] = {
     "client_header_timeout": 0.5,
@@ -668,3 +670,36 @@ async def test_each_request_is_offered_the_watch_on_its_connection_s_client(monk
     assert len(offered) == 3
     assert offered[0] == offered[1], "one connection, one Departures"
     assert offered[0].__self__ is not offered[2].__self__, "each connection its own"
+
+
+class _Upgraded:
+    """What the table sets on a connection upgraded to a WebSocket."""
+
+    on_connection_lost: Any = None
+
+
+def test_when_the_last_connection_closes_what_they_held_goes_back_a_moment_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a burst, the memory its connections freed as they closed goes back to the
+    system (``return_freed_memory_soon``) once none is left, over HTTP or a WebSocket; not
+    while others are open."""
+    table = _connections.ConnectionTable(ConnectionLimits(
+        header_timeout=1, max_header_bytes=1024, body_timeout=1, body_min_rate=1, send_timeout=1, max_connections=8,
+        overflow=2,
+    ))  # fmt: skip
+    trims: list[int] = []
+    monkeypatch.setattr(_connections, "return_freed_memory_soon", lambda: trims.append(table.open))
+    first, second, third = (cast(_connections.BoundedHttpToolsProtocol, object()) for _ in range(3))
+    for connection in (first, second, third):
+        table.admit(connection)
+    table.closed(first)
+    websocket = cast(DrainingWebSocketProtocol, _Upgraded())
+    table.upgraded(second, websocket)
+    table.closed(third)
+    assert trims == []
+    assert websocket.on_connection_lost is not None
+    websocket.on_connection_lost()
+    assert trims == [0]
+    table.admit(first)
+    table.closed(first)
+    table.closed(first)  # told twice: counted once
+    assert trims == [0, 0] and table.open == 0

@@ -68,6 +68,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from toolwire._memory import return_freed_memory_soon
 from toolwire.config import GatewayConfig, ServerConfig
 
 from ._capacity import capacity, open_files_limit
@@ -179,13 +180,22 @@ class ConnectionTable:
     def _websocket_closed(self, websocket: DrainingWebSocketProtocol) -> None:
         if websocket in self._websockets:
             self._websockets.discard(websocket)
-            self.open -= 1
+            self._one_fewer()
 
     def _forget(self, connection: BoundedHttpToolsProtocol) -> None:
         self._waiting.pop(connection, None)
         if connection in self._counted:
             self._counted.discard(connection)
-            self.open -= 1
+            self._one_fewer()
+
+    def _one_fewer(self) -> None:
+        """A connection is gone. When it was the last, what the connections held goes back
+        to the system a moment later (``return_freed_memory_soon``): after a burst, the
+        memory its connections freed as they closed would otherwise stay with the
+        allocator, the trims of the bounds it tripped having run before they closed."""
+        self.open -= 1
+        if self.open == 0:
+            return_freed_memory_soon()
 
 
 _table: ConnectionTable | None = None
