@@ -30,6 +30,7 @@ def test_the_digest_is_salted() -> None:
     _, key = new_key()
     first, second = digest_of(key), digest_of(key)
     assert first.salt != second.salt and first.digest != second.digest
+    assert len(first.salt) == len(second.salt) == 16
     assert key.encode() not in first.digest + first.salt
 
 

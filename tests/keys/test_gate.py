@@ -4,9 +4,13 @@ an admitted request holds until its usage is recorded."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
+import gc
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +24,7 @@ from toolwire.keys import (
     ModelNotAllowed,
     QuotaExceeded,
     RateLimited,
+    SQLiteKeyStore,
     TokenUsage,
     create_key,
     revoke_key,
@@ -145,14 +150,16 @@ async def test_each_limit_is_named_in_its_refusal_with_the_key_and_the_limit(clo
         await gate.record(lease, TokenUsage(8, 4))
     with pytest.raises(RateLimited) as per_minute:
         await gate.admit(by_requests, "m")
-    assert per_minute.value.message.startswith(
-        "Rate limit reached for the key 'by-requests' on requests per minute (rpm): limit 1. Please try again in "
+    assert per_minute.value.message == (
+        "Rate limit reached for the key 'by-requests' on requests per minute (rpm): limit 1. Please try again in 60s."
     )
+    assert per_minute.value.retry_after == "60"  # the next request of the minute, a minute after the first
     with pytest.raises(RateLimited) as tokens:
         await gate.admit(by_tokens, "m")
-    assert tokens.value.message.startswith(
-        "Rate limit reached for the key 'by-tokens' on tokens per minute (tpm): limit 10. Please try again in "
+    assert tokens.value.message == (
+        "Rate limit reached for the key 'by-tokens' on tokens per minute (tpm): limit 10. Please try again in 18s."
     )
+    assert tokens.value.retry_after == "18"  # 12 of 10 tokens used: 3 to win back, at 10 a minute
     with pytest.raises(QuotaExceeded) as spent:
         await gate.admit(by_budget, "m")
     assert spent.value.message == (
@@ -188,11 +195,11 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     alice = await gate.authenticate(bearer(key))
     lease = await gate.admit(alice, "m")
     assert lease is not None and lease.lease_id is not None
-    await until(lambda: bool(store.renewed), seconds=5)  # the gate has renewed it
+    assert await until(lambda: bool(store.renewed), seconds=5)  # the gate has renewed it
     assert store.renewed[0] == [(alice_key.id, lease.lease_id)]
     clock.advance(50.0)
     store.renewed.clear()
-    await until(lambda: bool(store.renewed), seconds=5)
+    assert await until(lambda: bool(store.renewed), seconds=5)
     clock.advance(50.0)  # 100 s since it was taken: past a lease's 60 s, but renewed 50 s ago
     with pytest.raises(RateLimited):
         await gate.admit(alice, "m")
@@ -201,7 +208,7 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     assert other is not None and other.lease_id is not None
     await gate.record(lease, TokenUsage())  # given back: no longer renewed
     store.renewed.clear()
-    await until(lambda: bool(store.renewed), seconds=5)
+    assert await until(lambda: bool(store.renewed), seconds=5)
     assert [lease_id for _, lease_id in store.renewed[0]] == [other.lease_id]
     await gate.record(other, TokenUsage())
     await gate.aclose()
@@ -220,7 +227,7 @@ async def test_a_renewal_that_fails_is_logged_and_the_next_one_still_made(
     lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
     assert lease is not None
     with caplog.at_level(logging.WARNING, logger="toolwire.keys"):
-        await until(lambda: len(store.renewed) >= 2, seconds=5)  # a renewal after the failed one
+        assert await until(lambda: len(store.renewed) >= 2, seconds=5)  # a renewal after the failed one
     assert len(store.renewed) >= 2 and store.renewed[1] == store.renewed[0]
     assert [record.getMessage() for record in caplog.records if "renewing" in record.getMessage()] == [
         "renewing 1 concurrency leases failed: the store went away"
@@ -357,3 +364,107 @@ async def test_the_key_list_shows_each_key_in_full_and_never_its_secret(clock: C
     await create_key(store, KeySpec(name="bob", expires="1h"), now=clock.now)
     later = await list_keys(store, now=clock.now + 7200)
     assert [(k["name"], k["status"]) for k in later] == [("alice", "revoked"), ("bob", "expired")]  # at the time asked
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        (b"Bearer abc-123", "abc-123"),
+        (b"bearer abc-123", "abc-123"),  # the scheme's case does not matter (RFC 9110)
+        (b"BEARER abc-123", "abc-123"),
+        (b"Bearer   abc-123  ", "abc-123"),  # one or more spaces after the scheme
+        ("Bearer abc-123", "abc-123"),
+        (b"Bearer caf\xe9", "caf\xe9"),  # a header's bytes are read as latin-1, never refused
+        (b"Basic YWxpY2U6c2VjcmV0", None),
+        (b"Bearer", None),
+        (b"Bearer    ", None),
+        (b"abc-123", None),
+        (b"", None),
+        (None, None),
+    ],
+)
+def test_the_bearer_token_is_read_from_the_header_as_http_writes_it(header: bytes | str | None, token: str | None) -> None:
+    from toolwire.keys._gate import bearer_token
+
+    assert bearer_token(header) == token
+
+
+async def test_a_stored_key_sent_with_extra_spaces_is_still_the_key(clock: Clock) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice"), now=clock.now)
+    alice = await gate.authenticate(b"Bearer  " + key.encode() + b" ")
+    assert alice is not None and alice.name == "alice"
+
+
+async def test_a_look_into_the_store_that_every_caller_left_fails_quietly(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A caller that gave up (its client went away) does not leave the failure of the
+    store's answer to asyncio's "exception was never retrieved" error log."""
+    store = SlowStore(clock)
+    store.failing = True
+    gate = KeyGate(store, clock=clock)
+    with caplog.at_level(logging.DEBUG, logger="asyncio"):
+        asking = asyncio.ensure_future(gate.requires_key())
+        await asyncio.sleep(0.01)
+        asking.cancel()
+        store.answer.set()
+        assert await until(lambda: gate._open_check is None, seconds=5)
+        await asyncio.sleep(0)  # the check's done callbacks run
+        del asking
+        gc.collect()
+    assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
+    store.failing = False
+    assert not await gate.requires_key() and store.asked == 2  # the next caller asks again
+
+
+async def test_usage_recorded_in_the_background_logs_nothing_and_is_let_go(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = MemoryKeyStore(clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice", max_concurrent=3), now=clock.now)
+    alice = await gate.authenticate(bearer(key))
+    with caplog.at_level(logging.DEBUG, logger="toolwire.keys"):
+        for _ in range(3):
+            lease = await gate.admit(alice, "m")
+            assert lease is not None
+            gate.record_soon(lease, TokenUsage(1, 2))
+        assert await until(lambda: not gate._recording, seconds=5)  # a long-running gateway keeps none of them
+    assert [record.getMessage() for record in caplog.records if record.name == "toolwire.keys"] == []
+    [row] = await store.usage()
+    assert (row.requests, row.input_tokens, row.output_tokens) == (3, 3, 6)
+    await gate.aclose()
+
+
+async def test_closing_waits_a_while_for_usage_being_recorded_then_closes_the_store(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A store that hangs holds the gateway's shutdown for ``RECORDING_GRACE_SECONDS`` at
+    most (shortened here); the store is closed after it (its file let go)."""
+
+    class Hanging(SQLiteKeyStore):
+        async def settle(self, *args: Any, **kwargs: Any) -> None:
+            await asyncio.Event().wait()
+
+    monkeypatch.setattr("toolwire.keys._gate.RECORDING_GRACE_SECONDS", 0.2)
+    path = tmp_path / "keys.sqlite3"
+    store = Hanging(path, clock=clock)
+    gate = KeyGate(store, clock=clock)
+    _, key = await create_key(store, KeySpec(name="alice"), now=clock.now)
+    lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
+    assert lease is not None
+    assert path in _files_open_here()
+    gate.record_soon(lease, TokenUsage(1, 1))
+    await asyncio.wait_for(gate.aclose(), timeout=5)
+    assert path not in _files_open_here()
+
+
+def _files_open_here() -> set[Path]:
+    descriptors = Path("/proc/self/fd")
+    found = set()
+    for descriptor in descriptors.iterdir():
+        with contextlib.suppress(OSError):
+            found.add(Path(os.readlink(descriptor)))
+    return found

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
+import redis
 
 from tests.store.redis_server import RedisServer
 from toolwire.keys import (
@@ -28,11 +30,12 @@ from toolwire.keys import (
     TokenUsage,
     create_key,
     digest_of,
+    key_id_of,
     new_key,
 )
 from toolwire.keys._redis import RedisKeyStore
 from toolwire.protocol import MAX_TOKEN_COUNT
-from toolwire.store import StoredResponse, open_store
+from toolwire.store import StoredResponse, StoreUnavailable, open_store
 
 from .conftest import Clock, KeyStoreFactory, emptied
 from .gateways import keys_cli
@@ -49,6 +52,7 @@ def make_key(name: str = "alice", limits: Limits | None = None, models: tuple[st
 async def test_keys_are_kept_found_listed_and_revoked(key_store: KeyStore, clock: Clock) -> None:
     assert not await key_store.has_keys()
     alice = make_key("alice", Limits(requests_per_minute=5, tokens_per_minute=7, max_concurrent=2, budget_tokens=9), models=("m1", "m2"))
+    alice = replace(alice, expires_at=clock.now + 86_400.5)  # revoked before it expires: it keeps its expiry
     bob = replace(make_key("bob"), expires_at=clock.now + 3.5)
     await key_store.create(alice)
     await key_store.create(bob)
@@ -83,6 +87,25 @@ async def test_a_taken_id_is_refused(key_store: KeyStore) -> None:
     assert taken.value.args == (first.id,)
 
 
+async def test_a_new_key_whose_id_is_taken_is_drawn_again(key_store: KeyStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids are 8 random characters: a draw may hit one already kept, and is then drawn
+    again (five times at most, then a clear error), never kept over the other."""
+    from toolwire.keys import _admin
+
+    taken, _ = await create_key(key_store, KeySpec(name="first"))
+    draws = iter([(taken.id, "twk_taken_secret"), new_key()])
+    monkeypatch.setattr(_admin, "new_key", lambda: next(draws))
+    made, key = await create_key(key_store, KeySpec(name="second"))
+    assert made.id != taken.id and key_id_of(key) == made.id
+    assert [k.name for k in await key_store.keys()] == ["first", "second"]
+
+    monkeypatch.setattr(_admin, "new_key", lambda: (taken.id, "twk_taken_secret"))
+    with pytest.raises(RuntimeError) as exhausted:
+        await create_key(key_store, KeySpec(name="third"))
+    assert str(exhausted.value) == "no free key id after 5 attempts"
+    assert [k.name for k in await key_store.keys()] == ["first", "second"]
+
+
 async def test_requests_per_minute_refill_over_time(key_store: KeyStore, clock: Clock) -> None:
     key = make_key(limits=Limits(requests_per_minute=2))
     await key_store.create(key)
@@ -114,6 +137,7 @@ async def test_tokens_per_minute_are_charged_after_the_request(key_store: KeySto
 async def test_concurrent_requests_hold_leases_until_settled(key_store: KeyStore, clock: Clock) -> None:
     key = make_key(limits=Limits(max_concurrent=1))
     await key_store.create(key)
+    assert isinstance(await key_store.admit(key, None), Admitted)  # without a lease: no slot taken
     assert isinstance(await key_store.admit(key, "lease-a"), Admitted)
     assert await key_store.admit(key, "lease-b") == Refused("max_concurrent", 1.0)
     await key_store.settle(key, "lease-a", "m", TokenUsage())
@@ -149,6 +173,14 @@ async def test_the_budget_counts_every_token_of_the_key(key_store: KeyStore) -> 
     await key_store.settle(key, None, "m1", TokenUsage(60, 39))
     assert isinstance(await key_store.admit(key, None), Admitted)
     await key_store.settle(key, None, "m2", TokenUsage(1, 0))
+    assert await key_store.admit(key, None) == Refused("budget_tokens", None)
+
+
+async def test_a_budget_of_one_token_lets_the_first_request_go(key_store: KeyStore) -> None:
+    key = make_key(limits=Limits(budget_tokens=1))
+    await key_store.create(key)
+    assert isinstance(await key_store.admit(key, None), Admitted)
+    await key_store.settle(key, None, "m", TokenUsage(1, 0))
     assert await key_store.admit(key, None) == Refused("budget_tokens", None)
 
 
@@ -284,3 +316,79 @@ async def test_a_redis_store_on_the_server_s_clock(keys_redis: RedisServer) -> N
         assert row.last_used_at is not None and before - 1 <= row.last_used_at <= time.time() + 1
     finally:
         await store.aclose()
+
+
+def test_a_store_names_its_kind_and_place_and_never_a_password(tmp_path: Path) -> None:
+    from toolwire.keys import MemoryKeyStore
+
+    assert repr(MemoryKeyStore()) == "MemoryKeyStore()"
+    assert repr(SQLiteKeyStore(tmp_path / "keys.db")) == f"SQLiteKeyStore({str(tmp_path / 'keys.db')!r})"
+    assert repr(RedisKeyStore("redis://alice:hunter2@127.0.0.1:1/3")) == "RedisKeyStore('redis://alice:***@127.0.0.1:1/3')"
+
+
+async def test_a_key_store_that_fails_says_it_is_the_key_store_and_where(tmp_path: Path) -> None:
+    """Its message reaches the client (503) and the log: it names the key store, not the
+    response store that may sit in the same file or server."""
+    unopenable = SQLiteKeyStore(tmp_path)  # a folder, not a database file
+    with pytest.raises(StoreUnavailable) as failed:
+        await unopenable.has_keys()
+    assert str(failed.value).startswith(f"The key store {tmp_path} failed: ")
+    await unopenable.aclose()
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    nobody = RedisKeyStore(f"redis://:hunter2@127.0.0.1:{port}/0")
+    with pytest.raises(StoreUnavailable) as unreachable:
+        await nobody.has_keys()
+    assert str(unreachable.value).startswith(f"The key store redis://:***@127.0.0.1:{port}/0 is unreachable (")
+    assert "hunter2" not in str(unreachable.value)
+    await nobody.aclose()
+
+
+async def test_a_redis_that_never_answers_is_given_up_on_after_the_socket_timeout() -> None:
+    """A server that accepts and then says nothing (a hung Redis, a wrong port) costs a
+    request ``socket_timeout`` (and one retry), not the client's patience."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = RedisKeyStore(f"redis://127.0.0.1:{port}/0", socket_timeout=0.2)
+    try:
+        with pytest.raises(StoreUnavailable) as silence:
+            await asyncio.wait_for(store.has_keys(), timeout=10)
+        assert str(silence.value).startswith(f"The key store redis://127.0.0.1:{port}/0 is unreachable (TimeoutError: ")
+        assert accepted
+    finally:
+        await store.aclose()
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_redis_stores_under_different_prefixes_keep_apart(keys_redis: RedisServer) -> None:
+    """Two teams' gateways on one Redis, each with its ``key_prefix``: neither sees the
+    other's keys, limits or usage, and everything of each lies under its prefix."""
+    url = emptied(keys_redis)
+    ours, theirs = RedisKeyStore(url, key_prefix="ours:"), RedisKeyStore(url, key_prefix="theirs:")
+    try:
+        key = make_key("alice", Limits(requests_per_minute=1))
+        await ours.create(key)
+        assert await theirs.keys() == [] and not await theirs.has_keys()
+        assert await theirs.find(key.id) is None and await theirs.revoke("alice") is None
+        await theirs.create(replace(make_key("alice"), id="other001"))  # the same name, in its own namespace
+        assert isinstance(await ours.admit(key, None), Admitted)
+        assert isinstance(await theirs.admit(key, None), Admitted)  # its own bucket for the same id
+        await ours.settle(key, None, "m", TokenUsage(1, 1))
+        assert await theirs.usage() == []
+        with redis.Redis.from_url(url) as client:
+            names = {name.decode() for name in client.keys("*")}
+        assert names and all(name.startswith(("ours:client-key", "theirs:client-key")) for name in names)
+        assert f"ours:client-key:{key.id}" in names and "theirs:client-key:other001" in names
+    finally:
+        await ours.aclose()
+        await theirs.aclose()

@@ -373,7 +373,7 @@ async def test_at_the_cap_the_longest_idle_connection_makes_room(upstream: ChatU
         assert status_of(await newest.until_closed()) == 200
         assert await oldest.until_closed() == b"", "the longest waiting, silent one was closed"
         table = _connections.process_table()
-        await until(lambda: table.open <= 1)  # the server has let the closed ones go
+        assert await until(lambda: table.open <= 1)  # the server has let the closed ones go
         assert (table.open, table.waiting) == (1, 1), "the reclaimed one is counted out once, not twice"
         newer.close()
         after = await served.tripped()
@@ -590,7 +590,7 @@ async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
         gone = await served.connect()
         gone.close()
         await asyncio.wait_for(gone.writer.wait_closed(), 30)
-        await until(lambda: _connections.process_table().open == 0, seconds=2, step=0.01)  # the server has seen it go
+        assert await until(lambda: _connections.process_table().open == 0, seconds=2, step=0.01)  # the server has seen it go
         waiting = await served.connect()
         newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         answer = await newcomer.until_closed()

@@ -617,7 +617,7 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
                 if b"response.output_text.delta" in chunk:
                     break
         await asyncio.to_thread(upstream.wait_for_disconnect, 10)
-        await until(lambda: bool(exchange_log))  # the exchange is logged once it has wound down
+        assert await until(lambda: bool(exchange_log))  # the exchange is logged once it has wound down
     line = only(exchange_log)
     assert (line["outcome"], line["error"]) == ("disconnected", "The client went away before the response was complete.")
     assert line["stream"] is True

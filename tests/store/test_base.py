@@ -32,6 +32,7 @@ def test_public_api() -> None:
         "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_ENTRIES",
         "DEFAULT_REDIS_KEY_PREFIX",
+        "DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS",
         "DEFAULT_STORE_URL",
         "DEFAULT_TTL_SECONDS",
         "InputNotWhole",

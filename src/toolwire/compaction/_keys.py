@@ -26,7 +26,13 @@ import secrets
 from pathlib import Path
 from typing import Protocol
 
-from toolwire.store import DEFAULT_REDIS_KEY_PREFIX, RedisServer, StoreUnavailable, sqlite_path
+from toolwire.store import (
+    DEFAULT_REDIS_KEY_PREFIX,
+    DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS,
+    RedisServer,
+    StoreUnavailable,
+    sqlite_path,
+)
 
 from ._seal import KEY_BYTES
 
@@ -153,7 +159,7 @@ class RedisCompactionKey(_SharedKey):
         url: str,
         *,
         key_prefix: str = DEFAULT_REDIS_KEY_PREFIX,
-        socket_timeout: float = 2.0,
+        socket_timeout: float = DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS,
     ) -> None:
         super().__init__()
         self._server = RedisServer(url, what="compaction key store", socket_timeout=socket_timeout)

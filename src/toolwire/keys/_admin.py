@@ -84,7 +84,7 @@ async def create_key(store: KeyStore, spec: KeySpec, *, now: float | None = None
         except KeyIdTaken:
             continue
         return record, key
-    raise RuntimeError(f"no free key id after {_CREATE_ATTEMPTS} attempts")  # pragma: no cover
+    raise RuntimeError(f"no free key id after {_CREATE_ATTEMPTS} attempts")
 
 
 async def revoke_key(store: KeyStore, name: str) -> ClientKey:

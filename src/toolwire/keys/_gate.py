@@ -43,6 +43,9 @@ STATIC_KEY_NAME = "static"
 """What ``--api-key-env`` keys are called in metrics and logs."""
 OPEN_CHECK_SECONDS = 0.5
 """How long a gateway without keys trusts that its store still has none."""
+RECORDING_GRACE_SECONDS = 5.0
+"""How long a closing gate waits for the usage still being recorded (a store that hangs
+must not hold the gateway's shutdown; the leases it holds then expire)."""
 _MISSING = "Missing or invalid API key: send 'Authorization: Bearer <key>'."
 
 
@@ -200,7 +203,7 @@ class KeyGate:
     async def aclose(self) -> None:
         """Finish recording, stop renewing, close the store."""
         if self._recording:
-            await asyncio.wait(set(self._recording), timeout=5)
+            await asyncio.wait(set(self._recording), timeout=RECORDING_GRACE_SECONDS)
         if self._renewing is not None:
             self._renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -235,11 +238,12 @@ class KeyGate:
 
     async def _renew_held(self) -> None:
         """While leases are held, extend them every third of their life."""
-        while self._held:
+        assert self.store is not None  # a lease is held for a stored key
+        while True:
             await asyncio.sleep(LEASE_SECONDS / 3)
-            held = [(lease.key.id, lease_id) for lease_id, lease in self._held.items() if lease.lease_id]
-            if not held or self.store is None:
-                continue
+            held = [(lease.key.id, lease_id) for lease_id, lease in self._held.items()]
+            if not held:
+                return
             try:
                 await self.store.renew(held)
             except Exception as exc:
@@ -256,7 +260,9 @@ def _refusal(key: ClientKey, refused: Refused) -> RateLimited | QuotaExceeded:
         "tokens_per_minute": limits.tokens_per_minute,
         "max_concurrent": limits.max_concurrent,
     }[refused.limit]
-    return RateLimited(key.name, refused.limit, allowed or 0, refused.retry_after or 1.0)
+    assert allowed is not None  # the limit that refused the request is set
+    assert refused.retry_after is not None  # every store says when a rate limit lets the next one in
+    return RateLimited(key.name, refused.limit, allowed, refused.retry_after)
 
 
 def _retrieved(check: asyncio.Future[bool]) -> None:

@@ -25,7 +25,12 @@ from typing import Any, TypeVar, cast, get_args
 
 import orjson
 
-from toolwire.store import DEFAULT_REDIS_KEY_PREFIX, RedisServer, StoreUnavailable
+from toolwire.store import (
+    DEFAULT_REDIS_KEY_PREFIX,
+    DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS,
+    RedisServer,
+    StoreUnavailable,
+)
 
 from ._base import KeyIdTaken
 from ._errors import KeyNameTaken
@@ -155,7 +160,7 @@ class RedisKeyStore:
         url: str,
         *,
         key_prefix: str = DEFAULT_REDIS_KEY_PREFIX,
-        socket_timeout: float = 2.0,
+        socket_timeout: float = DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._server = RedisServer(url, what="key store", socket_timeout=socket_timeout)

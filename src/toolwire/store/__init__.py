@@ -33,6 +33,7 @@ from ._open import (
     sqlite_path,
 )
 from ._redis_server import DEFAULT_KEY_PREFIX as DEFAULT_REDIS_KEY_PREFIX
+from ._redis_server import DEFAULT_SOCKET_TIMEOUT_SECONDS as DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS
 from ._redis_server import RedisServer, redact_url
 from ._sqlite import SQLiteResponseStore
 from ._sqlite_file import SQLiteFile, connect_sqlite, write_transaction
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_REDIS_KEY_PREFIX",
+    "DEFAULT_REDIS_SOCKET_TIMEOUT_SECONDS",
     "DEFAULT_STORE_URL",
     "DEFAULT_TTL_SECONDS",
     "MAX_CHAIN_LENGTH",
