@@ -188,14 +188,16 @@ async def test_a_held_lease_is_renewed_while_its_request_runs(clock: Clock, monk
     """A long request keeps its concurrency slot: the gate renews held leases every third
     of their life (shortened here), so the store never lets them expire under it."""
 
-    monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", 0.3)
+    lease_seconds = 1.5
+    monkeypatch.setattr("toolwire.keys._gate.LEASE_SECONDS", lease_seconds)
     store = RenewalsSeen(clock=clock)
     gate = KeyGate(store, clock=clock)
     alice_key, key = await create_key(store, KeySpec(name="alice", max_concurrent=1), now=clock.now)
     alice = await gate.authenticate(bearer(key))
     lease = await gate.admit(alice, "m")
     assert lease is not None and lease.lease_id is not None
-    assert await until(lambda: bool(store.renewed), seconds=5)  # the gate has renewed it
+    # renewed within its life (due after a third of it): a renewal due later would come too late
+    assert await until(lambda: bool(store.renewed), seconds=lease_seconds)
     assert store.renewed[0] == [(alice_key.id, lease.lease_id)]
     clock.advance(50.0)
     store.renewed.clear()
