@@ -9,9 +9,12 @@ tools the catalog describes.
 from __future__ import annotations
 
 import json
+import locale
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -511,3 +514,44 @@ def test_a_write_that_fails_leaves_no_temporary_file(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         write_codex_home(tmp_path, setup_for(CodexModel("m")))
     assert sorted(path.name for path in tmp_path.iterdir()) == [CATALOG_FILE_NAME]
+
+
+def test_the_new_files_are_written_beside_the_old_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file is written whole under a hidden name in its own folder, then renamed over
+    the old one: a rename is atomic only within one filesystem, and the system's temporary
+    folder (here one that cannot be written) may be another."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def replace(source: str, target: Path) -> None:
+        seen.append(Path(source).name)
+        assert Path(source).parent == Path(target).parent
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    config, catalog = write_codex_home(tmp_path / "home", setup_for(CodexModel("m")))
+    assert config.is_file() and catalog.is_file()
+    assert sorted(name.rsplit(".", 1)[0] for name in seen) == sorted(f".{path.name}" for path in (config, catalog))
+    assert sorted(path.name for path in (tmp_path / "home").iterdir()) == sorted([config.name, catalog.name])
+
+
+def test_a_codex_home_is_read_and_written_as_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    """Codex's files are UTF-8. Under a locale that is not (``LC_ALL=C`` without Python's
+    UTF-8 mode: ASCII), a comment in French and the accented entry of a catalog named
+    before are kept, instead of the write failing or that catalog being dropped."""
+    home = tmp_path / "home"
+    home.mkdir()
+    theirs = tmp_path / "their-models.json"
+    their_model = {"slug": "modèle-à-eux", "display_name": "Le leur"}
+    theirs.write_text(json.dumps({"models": [their_model]}, ensure_ascii=False), encoding="utf-8")
+    (home / "config.toml").write_text(f'# réglages de Zoé\nmodel_catalog_json = "{theirs}"\n', encoding="utf-8")
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        assert not sys.flags.utf8_mode and locale.getencoding() == "ANSI_X3.4-1968", "run without PYTHONUTF8=1"
+        config, catalog = write_codex_home(home, setup_for(CodexModel("qwen3")))
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert config.read_text(encoding="utf-8").startswith("# réglages de Zoé\n")
+    assert json.loads(catalog.read_text(encoding="utf-8"))["models"][1:] == [their_model]
