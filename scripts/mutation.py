@@ -610,11 +610,47 @@ def reported(package: str) -> list[tuple[str, list[str]]]:
 
 
 def write_report(label: str, outcome: Outcome, fail_under: float) -> bool:
-    """Writes ``mutation/<label>.md`` and says whether the score is under the bar."""
+    """Writes ``mutation/<label>.md``, brings the table of ``mutation/README.md`` up to
+    date, and says whether the score is under the bar."""
     (RESULTS / f"{label}.md").write_text(render(outcome, fail_under))
+    readme = RESULTS / "README.md"
+    readme.write_text(with_table(readme.read_text(), summary_table(RESULTS)))
     print(f"{label}: {outcome.score:.1f} % killed ({outcome.killed} of {outcome.total}, "
           f"{outcome.equivalent} equivalent) in {outcome.seconds:.0f} s -> mutation/{label}.md")
     return outcome.score < fail_under
+
+
+TABLE_START, TABLE_END = "<!-- table: scripts/mutation.py writes it -->", "<!-- end of table -->"
+_HEADER_LINE = re.compile(r"^- (date|mutants|killed|score): (.*)$", re.MULTILINE)
+
+
+def summary_table(results: Path) -> str:
+    """One row per report in ``results``, read from its header: mutants, killed,
+    equivalent, not killed, score, and when and how long it ran."""
+    rows = [
+        "| report | mutants | killed | equivalent | not killed | score | run | time |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for report in sorted(results.glob("*.md")):
+        if report.name == "README.md":
+            continue
+        header = dict(_HEADER_LINE.findall(report.read_text()))
+        date, _, seconds = header["date"].rpartition(", ")
+        counts = dict(re.findall(r"(equivalent|not killed): (\d+)", header["killed"]))
+        counts["killed"] = header["killed"].split(";")[0]
+        score = re.match(r"\*\*([\d.]+ %)\*\*", header["score"])
+        assert score is not None, f"{report}: no score in its header"
+        rows.append(
+            f"| {report.stem} | {header['mutants'].split()[0]} | {counts['killed']} | {counts['equivalent']} "
+            f"| {counts['not killed']} | {score.group(1)} | {date.removesuffix(' UTC')} | {seconds} |"
+        )
+    return "\n".join(rows)
+
+
+def with_table(readme: str, table: str) -> str:
+    """``readme`` with the text between its table markers replaced by ``table``."""
+    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
+    return f"{readme[:start]}\n{table}\n{readme[end:]}"
 
 
 if __name__ == "__main__":

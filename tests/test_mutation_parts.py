@@ -42,3 +42,33 @@ def test_a_module_in_no_part_is_named(tmp_path: Path) -> None:
     script.PARTS["pkg"] = {"one": ["a.py", "b.py"], "two": ["b.py"]}
     with pytest.raises(SystemExit, match=r"in no part: none; in more than one: src/toolwire/pkg/b\.py"):
         script.check_parts("pkg")
+
+
+def test_the_readme_table_is_the_one_the_reports_give() -> None:
+    """mutation/README.md's table is rewritten with each report; one committed by hand, or a
+    report whose header no longer reads, would leave it untrue."""
+    script = mutation_script()
+    readme = (script.RESULTS / "README.md").read_text()
+    table = script.summary_table(script.RESULTS)
+    assert script.with_table(readme, table) == readme
+    reports = sorted(path.stem for path in script.RESULTS.glob("*.md") if path.name != "README.md")
+    assert [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]] == reports
+
+
+def test_the_table_reads_each_report_s_header(tmp_path: Path) -> None:
+    script = mutation_script()
+    (tmp_path / "README.md").write_text(f"before\n{script.TABLE_START}\nold rows\n{script.TABLE_END}\nafter\n")
+    (tmp_path / "pkg.md").write_text(
+        "# Mutation testing: pkg\n\n- command: `scripts/mutation.sh pkg`\n"
+        "- date: 2026-12-05 18:21 UTC, 549 s\n- mutants: 1593 (killed 1485, survived 96, timeout 12)\n"
+        "- killed: 1497; equivalent: 95; not killed: 1\n"
+        "- score: **99.9 %** killed of the non-equivalent mutants (bar: 90 %); 94.0 % of all\n"
+    )
+    readme = script.with_table((tmp_path / "README.md").read_text(), script.summary_table(tmp_path))
+    assert readme == (
+        f"before\n{script.TABLE_START}\n"
+        "| report | mutants | killed | equivalent | not killed | score | run | time |\n"
+        "|---|---:|---:|---:|---:|---:|---|---:|\n"
+        "| pkg | 1593 | 1497 | 95 | 1 | 99.9 % | 2026-12-05 18:21 | 549 s |\n"
+        f"{script.TABLE_END}\nafter\n"
+    )
