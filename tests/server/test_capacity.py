@@ -92,3 +92,10 @@ def test_a_kernel_that_refuses_the_hard_limit_leaves_the_soft_one(
 
     monkeypatch.setattr(resource, "setrlimit", refuse)
     assert raise_open_files_limit() == min(256, hard) == open_files_limit()
+
+
+def test_an_unlimited_open_files_limit_counts_as_a_million(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linux never reports RLIMIT_NOFILE as unlimited, other systems may: the caps are then
+    derived from 2**20 files (the largest Linux allows by default), not from -1."""
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert open_files_limit() == 1 << 20 == 1_048_576
