@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ from toolwire.server._factory import (
     settle_garbage_collector,
 )
 from toolwire.server._settings import CONFIG_ENV
+from toolwire.server._siblings import WorkerPlace
 
 
 @pytest.fixture
@@ -57,3 +59,26 @@ async def test_the_factory_reads_the_configuration_and_the_model_override(
     assert response.status_code == 200, response.text
     assert response.json()["model"] == "asked"
     assert [request["model"] for request in upstream.chat_requests] == [sent]
+
+
+@pytest.mark.usefixtures("collector_restored")
+async def test_a_worker_s_app_answers_for_its_siblings_too(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The factory of a worker of ``serve --workers 2`` joins its siblings: worker 0's
+    /metrics holds the exchange worker 1 served (both built here as each worker builds
+    its own, on the sockets of one directory)."""
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+    monkeypatch.setenv(CONFIG_ENV, chat_config(upstream.base_url).model_dump_json())
+    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "")
+    apps = []
+    for index in range(2):
+        for name, value in WorkerPlace(tmp_path, index, 2).environment().items():
+            monkeypatch.setenv(name, value)
+        apps.append(app_from_env())
+    upstream.enqueue(Text("hi"))
+    async with serving(apps[0]) as first, serving(apps[1]) as second, httpx.AsyncClient() as client:
+        answered = await client.post(second + "/v1/responses", json={"model": "m", "input": "hi"})
+        scraped = (await client.get(first + "/metrics")).text
+    assert answered.status_code == 200, answered.text
+    assert 'toolwire_requests_total{model="m",outcome="completed",status="200",upstream="local",worker="1"} 1.0' in scraped
