@@ -636,13 +636,13 @@ def summary_table(results: Path) -> str:
             continue
         header = dict(_HEADER_LINE.findall(report.read_text()))
         date, _, seconds = header["date"].rpartition(", ")
-        counts = dict(re.findall(r"(equivalent|not killed): (\d+)", header["killed"]))
-        counts["killed"] = header["killed"].split(";")[0]
+        counts = re.match(r"(\d+); equivalent: (\d+); not killed: (\d+)$", header["killed"])
         score = re.match(r"\*\*([\d.]+ %)\*\*", header["score"])
-        assert score is not None, f"{report}: no score in its header"
+        assert counts is not None and score is not None, f"{report}: its header's counts do not read"
+        killed, equivalent, not_killed = counts.groups()
         rows.append(
-            f"| {report.stem} | {header['mutants'].split()[0]} | {counts['killed']} | {counts['equivalent']} "
-            f"| {counts['not killed']} | {score.group(1)} | {date.removesuffix(' UTC')} | {seconds} |"
+            f"| {report.stem} | {header['mutants'].split()[0]} | {killed} | {equivalent} "
+            f"| {not_killed} | {score.group(1)} | {date.removesuffix(' UTC')} | {seconds} |"
         )
     return "\n".join(rows)
 

@@ -4,17 +4,16 @@ an admitted request holds until its usage is recorded."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import gc
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.descriptors import open_descriptors_of
 from tests.support.waiting import until
 from toolwire.keys import (
     InvalidKey,
@@ -457,16 +456,7 @@ async def test_closing_waits_a_while_for_usage_being_recorded_then_closes_the_st
     _, key = await create_key(store, KeySpec(name="alice"), now=clock.now)
     lease = await gate.admit(await gate.authenticate(bearer(key)), "m")
     assert lease is not None
-    assert path in _files_open_here()
+    assert open_descriptors_of(path)
     gate.record_soon(lease, TokenUsage(1, 1))
     await asyncio.wait_for(gate.aclose(), timeout=5)
-    assert path not in _files_open_here()
-
-
-def _files_open_here() -> set[Path]:
-    descriptors = Path("/proc/self/fd")
-    found = set()
-    for descriptor in descriptors.iterdir():
-        with contextlib.suppress(OSError):
-            found.add(Path(os.readlink(descriptor)))
-    return found
+    assert open_descriptors_of(path) == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 import redis
 
 from tests.store.redis_server import RedisServer
+from tests.support.gateway import free_port
 from toolwire.keys import (
     LEASE_SECONDS,
     Admitted,
@@ -335,9 +335,7 @@ async def test_a_key_store_that_fails_says_it_is_the_key_store_and_where(tmp_pat
     assert str(failed.value).startswith(f"The key store {tmp_path} failed: ")
     await unopenable.aclose()
 
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()  # nothing listens there
     nobody = RedisKeyStore(f"redis://:hunter2@127.0.0.1:{port}/0")
     with pytest.raises(StoreUnavailable) as unreachable:
         await nobody.has_keys()

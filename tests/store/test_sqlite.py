@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import stat
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.descriptors import open_descriptors_of
 from toolwire.store import (
     PreviousResponseNotFound,
     SQLiteResponseStore,
@@ -215,16 +215,6 @@ async def test_a_clock_that_goes_back_does_not_reorder_the_eviction(tmp_path: Pa
 
 def sqlite_threads() -> list[threading.Thread]:
     return [thread for thread in threading.enumerate() if thread.name.startswith("toolwire-sqlite")]
-
-
-def open_descriptors_of(path: Path) -> list[str]:
-    fds = Path("/proc/self/fd")
-    found = []
-    for fd in fds.iterdir():
-        with contextlib.suppress(OSError):
-            if os.readlink(fd) == str(path):
-                found.append(fd.name)
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open files (Linux)")
