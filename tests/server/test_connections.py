@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import re
 import socket
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
@@ -46,6 +48,20 @@ BOUNDS: dict[str, Any] = {
 @pytest.fixture(autouse=True)
 def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+
+
+@pytest.fixture(autouse=True)
+async def no_loop_errors() -> AsyncIterator[None]:
+    """Whatever a client does, the protocol raises nothing into the event loop (where
+    uvloop would log it and close the connection without a word)."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    try:
+        yield
+    finally:
+        loop.set_exception_handler(None)
+    assert errors == []
 
 
 @pytest.fixture
@@ -149,6 +165,17 @@ def error_of(answer: bytes) -> dict[str, Any]:
 
 def grew(before: dict[str, float], after: dict[str, float], limit: str) -> float:
     return after.get(limit, 0.0) - before.get(limit, 0.0)
+
+
+async def served_lifespan(scope: Any, receive: Any, send: Any) -> bool:
+    """A bare app's part in uvicorn's lifespan: whether ``scope`` was the lifespan (then
+    it has run its course)."""
+    if scope["type"] != "lifespan":
+        return False
+    for reply in ("lifespan.startup.complete", "lifespan.shutdown.complete"):
+        await receive()
+        await send({"type": reply})
+    return True
 
 
 REQUEST_HEAD = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -280,6 +307,50 @@ async def test_a_body_under_the_minimum_rate_is_refused_though_it_never_pauses(
     assert status_of(answer) == 408
     assert error_of(answer)["message"].startswith("The request body arrived too slowly: ")
     assert upstream.requests == []
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_s_clock_starts_again_when_the_gateway_reads_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app takes the body only after 2.5 body timeouts: past 64 kB uvicorn stops
+    reading, so the client, its kernel buffers full, can send nothing until then. Once
+    the app reads, the client has a whole ``client_body_timeout`` for its next bytes, not
+    what was left of it at the last check while reading was paused.
+
+    The timeline, in body timeouts of 2 s from the head: checks at 1 and 2 find reading
+    paused; reading resumes at 2.5; the client sends the rest 0.75 later, at 3.25, after
+    the check at 3, within the timeout counted from 2.5."""
+    timeout = 2.0
+    config = chat_config("http://127.0.0.1:9/v1", **{**BOUNDS, "client_body_timeout": timeout})
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    reading = asyncio.Event()
+    received: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if await served_lifespan(scope, receive, send):
+            return
+        await asyncio.sleep(2.5 * timeout)
+        reading.set()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            received.append(len(message["body"]))
+            more = message["more_body"]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    first, rest = b"x" * 70_000, b"y" * 1_000  # past uvicorn's 64 kB, all in the kernel's buffers
+    async with uvicorn_serving(app, config.server) as (url, _):
+        head = REQUEST_HEAD + f"Content-Length: {len(first) + len(rest)}\r\nConnection: close\r\n\r\n".encode()
+        client = await Served(url).connect(head + first)
+        await asyncio.wait_for(reading.wait(), 30)
+        await asyncio.sleep(0.75 * timeout)
+        await client.send(rest)
+        answer = await client.until_closed()
+        client.close()
+    assert status_of(answer) == 200 and answer.endswith(b"ok")
+    assert sum(received) == len(first) + len(rest)
 
 
 @pytest.mark.usefixtures("fresh_table")
@@ -485,6 +556,44 @@ async def test_a_client_that_stops_reading_is_dropped(monkeypatch: pytest.Monkey
     assert status_of(answers) == 200
 
 
+def _read_for(sock: socket.socket, seconds: float) -> int:
+    """Read whatever comes for ``seconds``: the bytes read."""
+    sock.settimeout(0.05)
+    read, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            read += len(sock.recv(65536))
+    return read
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_client_that_stops_reading_again_is_dropped_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The send deadline is for each time the client stops reading: one that stalls, takes
+    its answer again in time, then stalls for good is dropped ``client_send_timeout`` after
+    its second stall (not spared because its first stall ended)."""
+    with HostileUpstream() as hostile:
+        config = chat_config(f"http://127.0.0.1:{hostile.port}/v1", **BOUNDS, client_send_timeout=2)
+        monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+        async with uvicorn_serving(gateway_app(config), config.server) as (url, _):
+            served = Served(url)
+            body = orjson.dumps({"model": "m", "input": prompt("endless-text"), "stream": True})
+            sock = socket.create_connection(("127.0.0.1", served.port))  # a window wide enough to drain at once
+            try:
+                before = await served.tripped()
+                sock.sendall(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await asyncio.sleep(1)  # the first stall: the buffers on the way fill
+                read = await asyncio.to_thread(_read_for, sock, 0.5)  # taken again in time
+                during = await served.tripped()
+                closed = await asyncio.to_thread(hostile.closed.wait_for_first, 30)  # the second stall, for good
+                after = await served.tripped()
+            finally:
+                sock.close()
+                await served.close_all()
+    assert read > 0 and grew(before, during, "client_send_timeout") == 0
+    assert closed.behaviour == "endless-text"
+    assert grew(before, after, "client_send_timeout") == 1
+
+
 @pytest.mark.usefixtures("fresh_table")
 async def test_a_newcomer_over_the_cap_is_served_when_room_is_made_before_its_head(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
@@ -639,10 +748,7 @@ async def test_each_request_is_offered_the_watch_on_its_connection_s_client(monk
     gone = asyncio.Event()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            for reply in ("lifespan.startup.complete", "lifespan.shutdown.complete"):
-                await receive()
-                await send({"type": reply})
+        if await served_lifespan(scope, receive, send):
             return
         watch = scope["extensions"][CLIENT_GONE_EXTENSION]["watch"]
         offered.append(watch)
@@ -703,3 +809,154 @@ def test_when_the_last_connection_closes_what_they_held_goes_back_a_moment_later
     table.closed(first)
     table.closed(first)  # told twice: counted once
     assert trims == [0, 0] and table.open == 0
+
+
+class _Waiting:
+    """A connection as the table sees it: whether its client's bytes wait unread, and
+    whether it was closed to make room."""
+
+    def __init__(self, pending: bool = False) -> None:
+        self.pending = pending
+        self.asked = 0
+        self.reclaimed = False
+
+    def bytes_pending(self) -> bool:
+        self.asked += 1
+        return self.pending
+
+    def reclaim(self) -> None:
+        self.reclaimed = True
+
+
+def _table_of(max_connections: int, overflow: int) -> _connections.ConnectionTable:
+    return _connections.ConnectionTable(ConnectionLimits(
+        header_timeout=1, max_header_bytes=1024, body_timeout=1, body_min_rate=1, send_timeout=1,
+        max_connections=max_connections, overflow=overflow,
+    ))  # fmt: skip
+
+
+def _as_connection(waiting: _Waiting) -> _connections.BoundedHttpToolsProtocol:
+    return cast(_connections.BoundedHttpToolsProtocol, waiting)
+
+
+def test_at_the_cap_a_newcomer_is_admitted_in_the_place_of_the_longest_waiting() -> None:
+    """The room is made at once (counted out before the newcomer is judged), not when the
+    closed connection's loss is reported later; the one whose bytes wait unread is spared."""
+    table = _table_of(max_connections=3, overflow=2)
+    unread, idle, newer = _Waiting(pending=True), _Waiting(), _Waiting()  # longest waiting first
+    for waiting in (unread, idle, newer):
+        assert table.admit(_as_connection(waiting)) is _connections.Admission.ADMITTED
+    newcomer = _Waiting()
+    assert table.admit(_as_connection(newcomer)) is _connections.Admission.ADMITTED
+    assert (unread.reclaimed, idle.reclaimed, newer.reclaimed) == (False, True, False)
+    assert (table.open, table.waiting) == (3, 3)
+    table.closed(_as_connection(idle))  # its loss, reported when the transport closes
+    assert (table.open, table.waiting) == (3, 3), "counted out once"
+
+
+def test_making_room_looks_at_no_more_than_the_longest_waiting_few() -> None:
+    """Each admission at the cap asks at most ``RECLAIM_SCAN`` connections whether bytes
+    wait for them, however many wait: a flood of newcomers costs no scan of the whole table."""
+    many = 3 * _connections.RECLAIM_SCAN
+    table = _table_of(max_connections=many, overflow=1)
+    waiting = [_Waiting(pending=True) for _ in range(many)]
+    for connection in waiting:
+        table.admit(_as_connection(connection))
+    assert table.admit(_as_connection(_Waiting())) is _connections.Admission.OVER
+    assert sum(connection.asked for connection in waiting) == _connections.RECLAIM_SCAN
+    assert [connection.asked for connection in waiting[: _connections.RECLAIM_SCAN]] == [1] * _connections.RECLAIM_SCAN
+    assert not any(connection.reclaimed for connection in waiting)
+
+
+def test_an_upgraded_connection_is_never_one_to_make_room_with_and_nothing_of_it_is_kept() -> None:
+    """Once upgraded, the HTTP protocol is let go by the table (it hears nothing more of
+    that connection), and the WebSocket is let go once it closes: neither is kept alive."""
+    table = _table_of(max_connections=1, overflow=1)
+    http, websocket = _Waiting(), _Upgraded()
+    http_gone, websocket_gone = weakref.ref(http), weakref.ref(websocket)
+    table.admit(_as_connection(http))
+    table.upgraded(_as_connection(http), cast(DrainingWebSocketProtocol, websocket))
+    assert (table.open, table.waiting) == (1, 0)
+    newcomer = _Waiting()
+    assert table.admit(_as_connection(newcomer)) is _connections.Admission.OVER
+    assert not http.reclaimed
+    table.closed(_as_connection(newcomer))
+    del http
+    gc.collect()
+    assert http_gone() is None, "the table let the upgraded HTTP protocol go"
+    closing, websocket.on_connection_lost = websocket.on_connection_lost, None  # as the protocol does
+    del websocket
+    closing()
+    closing()  # told twice: counted once
+    del closing
+    gc.collect()
+    assert websocket_gone() is None, "the table let the closed WebSocket go"
+    assert (table.open, table.waiting) == (0, 0)
+
+
+async def test_a_connection_without_its_socket_has_no_bytes_pending() -> None:
+    """A connection being torn down (its transport has let its socket go) is one to make
+    room with, not one spared as if its request were on its way."""
+    connection = SimpleNamespace(transport=SimpleNamespace(get_extra_info=lambda name: None))
+    assert _connections.BoundedHttpToolsProtocol.bytes_pending(connection) is False  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_connection_busy_with_a_pipelined_request_is_not_one_to_make_room_with(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request pipelined behind another runs once the first is answered: the connection
+    is busy again, not waiting for a request, so at the cap a newcomer is told to retry
+    rather than the pipelined request's stream cut to make room."""
+    upstream.enqueue(Stall(after_chunks=1, seconds=30))
+    async with bounded(upstream, monkeypatch, max_connections=1, keep_alive_timeout=30, client_header_timeout=30) as served:
+        table = _connections.process_table()
+        pipelined = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + HELD_STREAM)
+        first = await asyncio.wait_for(pipelined.reader.readuntil(b"response.created"), 30)
+        assert (table.open, table.waiting) == (1, 0)
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await newcomer.until_closed()
+        assert not pipelined.reader.at_eof()
+        pipelined.close()
+        await asyncio.to_thread(upstream.wait_for_disconnect, 10)
+    assert first.count(b"HTTP/1.1 200 OK") == 2
+    assert status_of(answer) == 503
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_connection_still_sending_a_body_after_its_answer_is_not_one_to_make_room_with(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answered before its body came (no route reads it), the connection is still in its
+    request until the body is in: at the cap, a newcomer is told to retry."""
+    bounds = {"max_connections": 1, "keep_alive_timeout": 30, "client_header_timeout": 30, "client_body_timeout": 30}
+    async with bounded(upstream, monkeypatch, **bounds) as served:
+        table = _connections.process_table()
+        sending = await served.connect(b"POST /v2/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+        answered = await asyncio.wait_for(sending.reader.readuntil(b"}}"), 30)
+        assert (table.open, table.waiting) == (1, 0)
+        newcomer = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        refused = await newcomer.until_closed()
+        await sending.send(b"0123456789")
+        assert await until(lambda: table.waiting == 1), "the body is in: now it waits for a request"
+    assert status_of(answered) == 404
+    assert status_of(refused) == 503
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_websocket_protocol_that_would_not_say_when_it_ends_is_not_counted(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under uvicorn's own WebSocket protocol (which has no ``on_connection_lost``), an
+    upgraded connection gives its place back at the upgrade, rather than holding it forever."""
+    upstream.enqueue(Text("hi"))
+    config: GatewayConfig = chat_config(upstream.base_url, **BOUNDS)
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    async with uvicorn_serving(gateway_app(config), config.server, ws="websockets-sansio") as (url, _):
+        table = _connections.process_table()
+        async with connect(url.replace("http://", "ws://") + "/v1/responses", open_timeout=20) as ws:
+            await ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": "hi"}).decode())
+            while orjson.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                pass
+            assert table.open == 0
+    assert table.open == 0

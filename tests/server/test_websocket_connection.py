@@ -30,6 +30,7 @@ from tests.support.waiting import until
 from toolwire.config import GatewayConfig
 from toolwire.keys import STATIC_KEY_NAME
 from toolwire.protocol import KNOWN_HISTORIES, ResponsesRequest
+from toolwire.server import _connections
 from toolwire.translate.chat._tools import DeclaredTools
 
 JSON = dict[str, Any]
@@ -586,3 +587,32 @@ def test_a_server_without_the_drain_extension_serves_websockets_too(upstream: Ch
         while not events or events[-1]["type"] not in ("response.completed", "response.failed", "error"):
             events.append(ws.receive_json())
     assert events[-1]["type"] == "response.completed" and text_of(events[-1]["response"]) == "no drain needed"
+
+
+async def test_a_handshake_the_websocket_protocol_refuses_is_answered_and_leaves_nothing_behind(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade asked for with a WebSocket version the server does not speak: the client
+    is told what was wrong (400), no error is left in the event loop, and the connection's
+    place is given back."""
+    monkeypatch.setattr(_connections, "_table", None)  # this server's own count
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    try:
+        async with gateway(chat_config(upstream.base_url)) as gw:
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(gw.url.rsplit(":", 1)[1]))
+            key = base64.b64encode(os.urandom(16)).decode()
+            writer.write(
+                f"GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 8\r\n\r\n".encode()
+            )
+            refused = await asyncio.wait_for(reader.read(), 30)
+            writer.close()
+            open_connections = await gw.metric("toolwire_client_connections", state="open")
+    finally:
+        loop.set_exception_handler(None)
+    assert refused.startswith(b"HTTP/1.1 400 "), refused[:200]
+    assert refused.endswith(b"invalid Sec-WebSocket-Version header: 8.\n")
+    assert errors == []
+    assert open_connections == 1, "only the connection asking for /metrics"

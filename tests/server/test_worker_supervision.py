@@ -204,6 +204,12 @@ def test_the_workers_directory_is_private_and_short_enough_for_their_sockets(
     made = _siblings_directory()
     assert made.parent == tmp_path and made.name.startswith("toolwire-workers-")
     assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    # "toolwire-workers-" and mkdtemp's 8 characters, then "/999.sock": 35 bytes after the base
+    exact = tmp_path / ("e" * (107 - 35 - len(bytes(tmp_path)) - 1))
+    exact.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(exact))
+    fits = _siblings_directory()
+    assert len(bytes(fits / "999.sock")) == 107 and fits.parent == exact, "a socket's path of 107 bytes fits"
     deep = tmp_path / ("d" * 90)  # a socket's path under it would pass the 107 bytes Linux allows
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))

@@ -9,18 +9,30 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Text
-from tests.support.gateway import GatewayProcess
+from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV, GatewayProcess, free_port
+from tests.support.served import chat_config
+from toolwire.cli._serve import uvicorn_protocols
+from toolwire.config import ServerConfig
+from toolwire.server import _workers
+from toolwire.server._factory import MODEL_OVERRIDE_ENV
+from toolwire.server._settings import CONFIG_ENV
+from toolwire.server._workers import run_workers
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; SO_REUSEPORT workers are Linux only")
 
@@ -178,3 +190,84 @@ def test_a_gateway_process_logs_its_format_and_makes_records_without_what_it_doe
     date, clock, rest = line.split(" ", 2)
     assert time.strptime(f"{date} {clock.split(',')[0]}", "%Y-%m-%d %H:%M:%S") and len(clock.split(",")[1]) == 3
     assert rest == 'INFO toolwire.exchange: {"request_id":"resp_1"}'
+
+
+def test_the_supervisor_run_here_serves_through_workers_that_see_each_other_and_cleans_up(
+    upstream: ChatUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_workers`` in this process (the tests above run it in a gateway process): its
+    two workers each serve a share of the connections and reach each other (one scrape of
+    ``/metrics`` holds both shares, by worker); a worker killed past start-up is replaced
+    in its place (the scrape after it still has workers 0 and 1); SIGTERM stops them and
+    ``run_workers`` returns 0, with the signal handlers it replaced given back and the
+    workers' private directory removed."""
+    monkeypatch.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+    monkeypatch.setenv(CONFIG_ENV, chat_config(upstream.base_url).model_dump_json())
+    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the workers' directory goes
+    port = free_port()
+    config = {
+        "app": "toolwire.server._factory:app_from_env", "factory": True, "host": "127.0.0.1", "port": port,
+        "log_level": "warning", "access_log": False, **uvicorn_protocols(ServerConfig()),
+    }  # fmt: skip
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    seen: dict[str, Any] = {"streams": [], "scrapes": []}
+
+    def serve_and_scrape() -> None:
+        for _ in range(CONNECTIONS):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            seen["streams"].append(stream_once(connection))
+            connection.close()
+        scrape = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        scrape.request("GET", "/metrics")
+        seen["scrapes"].append(served_by_worker(scrape.getresponse().read().decode()))
+        scrape.close()
+
+    def client() -> None:
+        installed = wait_until(lambda: signal.getsignal(signal.SIGTERM) != handlers[signal.SIGTERM], timeout=10)
+        try:
+            assert installed
+            assert wait_until(lambda: len(sockets_on(port, "0A")) == 2, timeout=30), "two workers listening"
+            seen["directories"] = [path.name for path in tmp_path.iterdir()]
+            serve_and_scrape()
+            first = workers_of(os.getpid())
+            time.sleep(_workers._EARLY_DEATH_SECONDS)  # past start-up: a death is a restart, not the end
+            os.kill(first[0], signal.SIGKILL)
+            assert wait_until(lambda: len(set(workers_of(os.getpid())) - set(first)) == 1, timeout=30), "replaced"
+            assert wait_until(lambda: len(sockets_on(port, "0A")) == 2, timeout=30), "the new worker listening"
+            serve_and_scrape()
+        finally:
+            # Python's own SIGINT handler, if run_workers never took the signals: a
+            # KeyboardInterrupt in the main thread, where run_workers runs. None once it
+            # has returned (its handlers given back, SIGTERM would end the test run).
+            if not returned.is_set():
+                os.kill(os.getpid(), signal.SIGTERM if installed else signal.SIGINT)
+
+    returned = threading.Event()
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        status = run_workers(config, 2, "warning")
+    except KeyboardInterrupt:
+        pytest.fail("run_workers did not take SIGINT and SIGTERM")
+    finally:
+        returned.set()
+        thread.join(60)
+        left = workers_of(os.getpid())
+        for worker in left:  # none, unless run_workers failed: never leave them to hang the run
+            os.kill(worker, signal.SIGKILL)
+    assert left == []
+    assert status == 0
+    assert len(seen["streams"]) == 2 * CONNECTIONS
+    assert all(b"response.completed" in stream for stream in seen["streams"])
+    before, after = seen["scrapes"]
+    assert sorted(before) == [0, 1] and sum(before.values()) == CONNECTIONS, before
+    assert sorted(after) == [0, 1], after  # the replacement took its predecessor's place
+    assert len(seen["directories"]) == 1 and seen["directories"][0].startswith("toolwire-workers-")
+    assert list(tmp_path.iterdir()) == [], "the workers' directory is removed"
+    assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
+
+
+def served_by_worker(metrics: str) -> dict[int, float]:
+    found = re.findall(r'^toolwire_requests_total\{[^}]*outcome="completed"[^}]*worker="([^"]+)"\} (\S+)$', metrics, re.M)
+    return {int(worker) if worker.isdigit() else -1: float(count) for worker, count in found}

@@ -80,10 +80,16 @@ async def serving(
 
 @contextlib.asynccontextmanager
 async def uvicorn_serving(
-    app: ASGIApp, server: ServerConfig | None = None, *, timeout: float = 20.0, http: str | None = None
+    app: ASGIApp,
+    server: ServerConfig | None = None,
+    *,
+    timeout: float = 20.0,
+    http: str | None = None,
+    ws: str | None = None,
 ) -> AsyncIterator[tuple[str, uvicorn.Server]]:
     """``serving``, with the ``uvicorn.Server`` itself: ``server.should_exit = True`` begins
-    its shutdown as SIGTERM does (the block's end then waits for it)."""
+    its shutdown as SIGTERM does (the block's end then waits for it). ``http`` and ``ws``
+    name other protocols than ``toolwire serve``'s."""
     settings = server or ServerConfig()
     config = uvicorn.Config(
         as_asgi3(app),
@@ -94,7 +100,7 @@ async def uvicorn_serving(
         lifespan="on",
         timeout_keep_alive=settings.keep_alive_timeout,
         timeout_graceful_shutdown=settings.shutdown_grace,
-        **{**uvicorn_protocols(settings), **({"http": http} if http is not None else {})},
+        **{**uvicorn_protocols(settings), **{name: protocol for name, protocol in (("http", http), ("ws", ws)) if protocol}},
     )
     served = uvicorn.Server(config)
     task = asyncio.ensure_future(served.serve())

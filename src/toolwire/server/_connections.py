@@ -20,7 +20,9 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
 * **body**: no gap longer than ``client_body_timeout`` (nginx's ``client_body_timeout``),
   and on average at least ``client_body_min_rate`` bytes a second, with
   ``client_body_timeout`` of slack (Apache's ``MinRate``): a body dripped fast enough to
-  beat the first is caught by the second. Else 408, or the connection just closed if the
+  beat the first is caught by the second. Neither clock runs while the gateway is not
+  reading (uvicorn stops past 64 kB of body the app has not taken); both start again
+  when it reads again. Else 408, or the connection just closed if the
   request was answered already: the rest of a body the app did not read (a 413, a 503)
   is discarded under the same bounds;
 * **answer**: a client that takes nothing of it for ``client_send_timeout`` is dropped,
@@ -57,7 +59,7 @@ import itertools
 import os
 import struct
 import termios
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +67,7 @@ import orjson
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from uvicorn.config import Config
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
@@ -243,6 +246,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.flow = _ReadingWatched(transport, self._reading_resumed)
         self._writes = TurnWrites(transport, self.loop)
         self.transport = self._writes  # the request cycles get it too
         admission = self._table.admit(self)
@@ -341,6 +345,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_last = self.loop.time()
         super().on_body(body)
 
+    def _reading_resumed(self) -> None:
+        """The gateway reads the client again: a body on its way has its clocks start again
+        (the client could not send while the kernel's buffers stayed full)."""
+        if not self._awaiting_head:
+            self._body_started = self._body_last = self.loop.time()
+            self._body_bytes = 0
+
     def on_message_complete(self) -> None:
         self._awaiting_head = True
         self._cancel_deadline()
@@ -359,7 +370,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # delay them (at one connection, it would delay the client's next request too).
         self._writes.flush()
         super().on_response_complete()
-        if self._awaiting_head and not self.pipeline and not self.transport.is_closing():
+        # A request pipelined behind this one has just been started by uvicorn (its cycle
+        # is the connection's newest): the connection is busy again, not waiting.
+        if self._awaiting_head and self._answered() and not self.transport.is_closing():
             self._table.idle(self)
 
     # ------------------------------------------------------------------ writing
@@ -453,6 +466,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         )
         self.transport.write(b"".join(head) + body)
         self.transport.close()
+
+
+class _ReadingWatched(FlowControl):
+    """uvicorn's flow control, telling the protocol when it reads the client again."""
+
+    def __init__(self, transport: asyncio.Transport, resumed: Callable[[], None]) -> None:
+        super().__init__(transport)
+        self._resumed = resumed
+
+    def resume_reading(self) -> None:
+        if self.read_paused:
+            super().resume_reading()
+            self._resumed()
 
 
 _BUSY_BODY = busy_body(
