@@ -212,6 +212,10 @@ def test_the_supervisor_run_here_serves_through_workers_that_see_each_other_and_
     }  # fmt: skip
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     seen: dict[str, Any] = {"streams": [], "scrapes": []}
+    others = set(workers_of(os.getpid()))  # this process's children before (a test runner's own)
+
+    def workers() -> list[int]:
+        return sorted(set(workers_of(os.getpid())) - others)
 
     def serve_and_scrape() -> None:
         for _ in range(CONNECTIONS):
@@ -230,10 +234,10 @@ def test_the_supervisor_run_here_serves_through_workers_that_see_each_other_and_
             assert wait_until(lambda: len(sockets_on(port, "0A")) == 2, timeout=30), "two workers listening"
             seen["directories"] = [path.name for path in tmp_path.iterdir()]
             serve_and_scrape()
-            first = workers_of(os.getpid())
+            first = workers()
             time.sleep(_workers._EARLY_DEATH_SECONDS)  # past start-up: a death is a restart, not the end
             os.kill(first[0], signal.SIGKILL)
-            assert wait_until(lambda: len(set(workers_of(os.getpid())) - set(first)) == 1, timeout=30), "replaced"
+            assert wait_until(lambda: len(set(workers()) - set(first)) == 1, timeout=30), "replaced"
             assert wait_until(lambda: len(sockets_on(port, "0A")) == 2, timeout=30), "the new worker listening"
             serve_and_scrape()
         finally:
@@ -253,7 +257,7 @@ def test_the_supervisor_run_here_serves_through_workers_that_see_each_other_and_
     finally:
         returned.set()
         thread.join(60)
-        left = workers_of(os.getpid())
+        left = workers()
         for worker in left:  # none, unless run_workers failed: never leave them to hang the run
             os.kill(worker, signal.SIGKILL)
     assert left == []
