@@ -219,6 +219,34 @@ async def test_a_head_too_large(upstream: ChatUpstream, monkeypatch: pytest.Monk
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_head_too_large_counts_every_piece_it_came_in(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A head dripped in pieces each far under the bound is refused once their sum passes it."""
+    async with bounded(upstream, monkeypatch, client_header_timeout=30) as served:
+        client = await served.connect(REQUEST_HEAD)
+        piece = b"X-Filler: " + b"a" * 90 + b"\r\n"
+        for _ in range(-(-(BOUNDS["max_header_bytes"] + 1 - len(REQUEST_HEAD)) // len(piece))):  # just past it
+            await asyncio.sleep(0.01)  # each piece read alone
+            await client.send(piece)
+        answer = await client.until_closed()
+    assert status_of(answer) == 431
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_head_as_large_as_the_bound_is_not_refused(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``max_header_bytes`` is the largest head allowed, not the first refused: a head
+    still arriving with exactly that many bytes is waited for."""
+    partial = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Filler: "
+    partial += b"a" * (BOUNDS["max_header_bytes"] - len(partial))
+    async with bounded(upstream, monkeypatch, client_header_timeout=30) as served:
+        client = await served.connect(partial)
+        assert await until(lambda: _connections.process_table().waiting == 1)  # the connection is open
+        await asyncio.sleep(0.2)  # the piece read
+        await client.send(b"\r\n\r\n")
+        answer = await client.until_closed()
+    assert status_of(answer) == 200
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_a_body_that_stops_arriving(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     async with bounded(upstream, monkeypatch) as served:
         before = await served.tripped()
@@ -852,6 +880,21 @@ def test_at_the_cap_a_newcomer_is_admitted_in_the_place_of_the_longest_waiting()
     assert (table.open, table.waiting) == (3, 3)
     table.closed(_as_connection(idle))  # its loss, reported when the transport closes
     assert (table.open, table.waiting) == (3, 3), "counted out once"
+
+
+def test_a_newcomer_closed_at_once_is_not_counted() -> None:
+    """Past the overflow a newcomer is closed at once: counted out as it is turned away,
+    not when its loss is reported later (another newcomer meanwhile sees the true count)."""
+    table = _table_of(max_connections=1, overflow=1)
+    busy = [_Waiting(pending=True), _Waiting(pending=True)]
+    assert [table.admit(_as_connection(connection)) for connection in busy] == [
+        _connections.Admission.ADMITTED, _connections.Admission.OVER,
+    ]  # fmt: skip
+    turned_away = _Waiting()
+    assert table.admit(_as_connection(turned_away)) is _connections.Admission.CLOSED
+    assert table.open == 2
+    table.closed(_as_connection(turned_away))  # its loss, reported when the transport closes
+    assert table.open == 2
 
 
 def test_making_room_looks_at_no_more_than_the_longest_waiting_few() -> None:
