@@ -232,6 +232,19 @@ async def test_a_head_too_large_counts_every_piece_it_came_in(upstream: ChatUpst
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_head_uvicorn_refuses_as_malformed_is_answered_once(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A malformed head past the size bound, in one read: uvicorn answers 400 and closes;
+    the bound's own check then has nothing more to do (no 431 after it, nothing counted)."""
+    async with bounded(upstream, monkeypatch) as served:
+        before = tripped_here("max_header_bytes")
+        client = await served.connect(b"NOT HTTP AT ALL " + b"a" * 3000 + b"\r\n\r\n")
+        answer = await client.until_closed()
+        after = tripped_here("max_header_bytes")
+    assert status_of(answer) == 400 and answer.count(b"HTTP/1.1 ") == 1, answer
+    assert after == before
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_a_head_as_large_as_the_bound_is_not_refused(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
     """``max_header_bytes`` is the largest head allowed, not the first refused: a head
     still arriving with exactly that many bytes is waited for."""
