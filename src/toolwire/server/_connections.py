@@ -59,6 +59,7 @@ import itertools
 import os
 import struct
 import termios
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -469,16 +470,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
 
 class _ReadingWatched(FlowControl):
-    """uvicorn's flow control, telling the protocol when it reads the client again."""
+    """uvicorn's flow control, telling the protocol when it reads the client again.
+
+    It holds the protocol's method weakly: a reference back would make each connection's
+    protocol, with its buffers, wait for the cyclic collector instead of going when the
+    connection does (the memory a burst of connections held would not come back at once)."""
 
     def __init__(self, transport: asyncio.Transport, resumed: Callable[[], None]) -> None:
         super().__init__(transport)
-        self._resumed = resumed
+        self._resumed = weakref.WeakMethod(resumed)
 
     def resume_reading(self) -> None:
         if self.read_paused:
             super().resume_reading()
-            self._resumed()
+            resumed = self._resumed()
+            if resumed is not None:
+                resumed()
 
 
 _BUSY_BODY = busy_body(
