@@ -27,6 +27,7 @@ from websockets.asyncio.client import connect
 from tests.support.chat_upstream import ChatUpstream, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.hostile_upstream import HostileUpstream, prompt
+from tests.support.loop_errors import loop_errors
 from tests.support.served import chat_config, gateway_app, tripped_here, uvicorn_serving
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
@@ -54,13 +55,8 @@ def upstream_key(monkeypatch: pytest.MonkeyPatch) -> None:
 async def no_loop_errors() -> AsyncIterator[None]:
     """Whatever a client does, the protocol raises nothing into the event loop (where
     uvloop would log it and close the connection without a word)."""
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    try:
+    with loop_errors() as errors:
         yield
-    finally:
-        loop.set_exception_handler(None)
     assert errors == []
 
 
@@ -825,14 +821,18 @@ class _Upgraded:
     on_connection_lost: Any = None
 
 
+def _table_of(max_connections: int, overflow: int) -> _connections.ConnectionTable:
+    return _connections.ConnectionTable(ConnectionLimits(
+        header_timeout=1, max_header_bytes=1024, body_timeout=1, body_min_rate=1, send_timeout=1,
+        max_connections=max_connections, overflow=overflow,
+    ))  # fmt: skip
+
+
 def test_when_the_last_connection_closes_what_they_held_goes_back_a_moment_later(monkeypatch: pytest.MonkeyPatch) -> None:
     """After a burst, the memory its connections freed as they closed goes back to the
     system (``return_freed_memory_soon``) once none is left, over HTTP or a WebSocket; not
     while others are open."""
-    table = _connections.ConnectionTable(ConnectionLimits(
-        header_timeout=1, max_header_bytes=1024, body_timeout=1, body_min_rate=1, send_timeout=1, max_connections=8,
-        overflow=2,
-    ))  # fmt: skip
+    table = _table_of(max_connections=8, overflow=2)
     trims: list[int] = []
     monkeypatch.setattr(_connections, "return_freed_memory_soon", lambda: trims.append(table.open))
     first, second, third = (cast(_connections.BoundedHttpToolsProtocol, object()) for _ in range(3))
@@ -867,13 +867,6 @@ class _Waiting:
 
     def reclaim(self) -> None:
         self.reclaimed = True
-
-
-def _table_of(max_connections: int, overflow: int) -> _connections.ConnectionTable:
-    return _connections.ConnectionTable(ConnectionLimits(
-        header_timeout=1, max_header_bytes=1024, body_timeout=1, body_min_rate=1, send_timeout=1,
-        max_connections=max_connections, overflow=overflow,
-    ))  # fmt: skip
 
 
 def _as_connection(waiting: _Waiting) -> _connections.BoundedHttpToolsProtocol:

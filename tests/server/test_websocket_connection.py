@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Stall, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
+from tests.support.loop_errors import loop_errors
 from tests.support.served import chat_config, gateway_app, uvicorn_serving
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig
@@ -596,10 +597,7 @@ async def test_a_handshake_the_websocket_protocol_refuses_is_answered_and_leaves
     is told what was wrong (400), no error is left in the event loop, and the connection's
     place is given back."""
     monkeypatch.setattr(_connections, "_table", None)  # this server's own count
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    try:
+    with loop_errors() as errors:
         async with gateway(chat_config(upstream.base_url)) as gw:
             reader, writer = await asyncio.open_connection("127.0.0.1", int(gw.url.rsplit(":", 1)[1]))
             key = base64.b64encode(os.urandom(16)).decode()
@@ -610,8 +608,6 @@ async def test_a_handshake_the_websocket_protocol_refuses_is_answered_and_leaves
             refused = await asyncio.wait_for(reader.read(), 30)
             writer.close()
             open_connections = await gw.metric("toolwire_client_connections", state="open")
-    finally:
-        loop.set_exception_handler(None)
     assert refused.startswith(b"HTTP/1.1 400 "), refused[:200]
     assert refused.endswith(b"invalid Sec-WebSocket-Version header: 8.\n")
     assert errors == []
