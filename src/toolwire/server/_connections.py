@@ -408,7 +408,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         limits, now = self._limits, self.loop.time()
         if self.flow.read_paused:
             # The gateway is not reading (it has enough unread): not the client's delay.
-            self._body_started, self._body_last, self._body_bytes = now, now, 0
+            # Looked at again later; the clocks start again when reading resumes.
+            self._deadline = self.loop.call_at(now + limits.body_timeout, self._body_check)
+            return
         deadline = min(
             self._body_last + limits.body_timeout,
             self._body_started + limits.body_timeout + self._body_bytes / limits.body_min_rate,
