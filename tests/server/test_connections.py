@@ -744,6 +744,54 @@ async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
     assert status_of(answer) == 200
 
 
+@pytest.mark.usefixtures("fresh_table")
+@pytest.mark.parametrize("case", ["a head cut short", "a stream answered", "a stream its client left", "a WebSocket"])
+async def test_a_closed_connection_is_let_go_without_the_cyclic_collector(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """When a connection closes, its protocols (and the buffers they hold) go at once: no
+    reference cycle keeps them for the cyclic collector, which under a burst of connections
+    runs too seldom to give their memory back (otherwise only bench.hostile's 60 s soak sees
+    it, by the process's RSS; here the collector is off)."""
+    protocols: list[weakref.ref[Any]] = []
+    for kind in (_connections.BoundedHttpToolsProtocol, DrainingWebSocketProtocol):
+        monkeypatch.setattr(kind, "connection_made", _recording(kind.connection_made, protocols))
+    upstream.enqueue(Stall(after_chunks=1, seconds=30) if case == "a stream its client left" else Text("let go"))
+    async with bounded(upstream, monkeypatch) as served:
+        gc.collect()
+        gc.disable()
+        try:
+            if case == "a WebSocket":
+                async with connect(served.url.replace("http://", "ws://") + "/v1/responses", open_timeout=20) as ws:
+                    await ws.send(orjson.dumps({"type": "response.create", "model": "m", "input": "hi"}).decode())
+                    while orjson.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "response.completed":
+                        pass
+            else:
+                if case == "a head cut short":
+                    client = await served.connect(b"POST /v1/resp")
+                    assert await until(lambda: _connections.process_table().waiting == 1)
+                else:
+                    client = await served.connect(HELD_STREAM)
+                    ending = b"response.completed" if case == "a stream answered" else b"response.created"
+                    await asyncio.wait_for(client.reader.readuntil(ending), 30)
+                client.close()
+                await asyncio.wait_for(client.writer.wait_closed(), 30)
+            assert await until(lambda: _connections.process_table().open == 0)
+            assert len(protocols) == (2 if case == "a WebSocket" else 1)
+            held = lambda: [protocol() for protocol in protocols if protocol() is not None]  # noqa: E731
+            assert await until(lambda: not held(), seconds=5), f"still held: {held()}"
+        finally:
+            gc.enable()
+
+
+def _recording(connection_made: Any, protocols: list[weakref.ref[Any]]) -> Any:
+    def recorded(protocol: Any, transport: asyncio.Transport) -> None:
+        protocols.append(weakref.ref(protocol))
+        connection_made(protocol, transport)
+
+    return recorded
+
+
 async def test_bytes_pending_are_those_the_kernel_holds_unread() -> None:
     """What spares a connection from being reclaimed: its request's bytes have arrived but
     the busy event loop has not read them yet (reading paused here, as a busy loop would)."""

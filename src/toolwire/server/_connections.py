@@ -288,6 +288,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._write_and_close(503, _BUSY_BODY, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
             return
         super().handle_websocket_upgrade()
+        # uvicorn lets go of the parser (which holds this protocol's methods) only in
+        # connection_lost, which an upgraded protocol never hears: without this, the two
+        # would wait for the cyclic collector, with the handshake's scope and buffers.
+        self.parser = None  # type: ignore[assignment]
         upgraded = self.transport.get_protocol()
         if isinstance(upgraded, DrainingWebSocketProtocol):
             self._table.upgraded(self, upgraded)
