@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+import aiohttp.client_proto
+import aiohttp.http_parser
 import orjson
 import pytest
 
@@ -286,3 +289,39 @@ async def test_a_body_cut_short_after_its_end_marker_costs_nothing(closing: list
         async with streaming.stream(BODY, parse_json_object) as batches:
             read = [batch async for batch in batches]
     assert read == [[{"n": 1}]] and batches.ended_cleanly
+
+
+MALFORMED_CHUNK = b"zz\r\n"
+"""A chunk size that is not hexadecimal: no HTTP parser reads on past it."""
+
+
+@pytest.mark.parametrize("parser", ["C", "pure Python"])
+@pytest.mark.parametrize("reader", ["stream", "stream_bytes", "post_for_json"])
+async def test_a_body_that_breaks_http_framing_fails_at_once_and_says_so(
+    closing: list[HttpEndpoint], monkeypatch: pytest.MonkeyPatch, parser: str, reader: str
+) -> None:
+    """A chunked body whose next chunk size is not hex, the connection then held open: the
+    read fails as soon as those bytes arrive, as a body that breaks HTTP's framing (aiohttp's
+    C parser gives up on the body without telling its reader, which then waited for its
+    timeout and read as a stall), whichever parser aiohttp runs."""
+    parsers = {"C": aiohttp.http_parser.HttpResponseParserC, "pure Python": aiohttp.http_parser.HttpResponseParserPy}
+    monkeypatch.setattr(aiohttp.client_proto, "HttpResponseParser", parsers[parser])
+    kind = b"application/json" if reader == "post_for_json" else b"text/event-stream"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n" % kind
+    first = b'{"id": ' if reader == "post_for_json" else b'data: {"n": 1}\n\n'
+    answer = [head, b"%x\r\n%s\r\n" % (len(first), first), 0.05, MALFORMED_CHUNK, HOLD]
+    async with raw_upstream(answer) as url:
+        reading = endpoint(closing, url, timeout=60)
+        async with asyncio.timeout(30):  # well inside the read timeout: no stall is waited for
+            with pytest.raises(UpstreamProtocolError) as broken:
+                if reader == "post_for_json":
+                    await reading.post_for_json(BODY)
+                elif reader == "stream":
+                    async with reading.stream(BODY, parse_json_object) as batches:
+                        assert [batch async for batch in batches] == [[{"n": 1}]]
+                else:
+                    async with reading.stream_bytes(BODY) as chunks:
+                        assert [chunk async for chunk in chunks] == [first]
+    said = "Invalid character in chunk size" if parser == "C" else "zz (TransferEncodingError)"
+    assert broken.value.message == f"The upstream's answer broke HTTP's framing: {said}."
+    assert broken.value.status == 502 and broken.value.__cause__ is not None

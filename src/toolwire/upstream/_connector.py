@@ -1,19 +1,26 @@
-"""``UpstreamConnector``: aiohttp's TCP connector, whose connections resume only what is paused.
+"""``UpstreamConnector``: aiohttp's TCP connector, whose connections resume only what is
+paused and never leave a reader waiting on a body they have given up parsing.
 
-aiohttp's ``StreamReader`` asks its connection's protocol to resume reading every time a
-reader takes a piece of the body while the buffer is under its low-water mark, paused or
-not; the protocol then feeds its HTTP parser an empty read and resumes the transport.
-The body of a streamed answer is buffered one HTTP chunk to a piece, and a model server
-writes one chunk per SSE event, so reading a 44-event answer made 44 such calls: 35 µs
+**Resuming.** aiohttp's ``StreamReader`` asks its connection's protocol to resume reading
+every time a reader takes a piece of the body while the buffer is under its low-water mark,
+paused or not; the protocol then feeds its HTTP parser an empty read and resumes the
+transport. The body of a streamed answer is buffered one HTTP chunk to a piece, and a model
+server writes one chunk per SSE event, so reading a 44-event answer made 44 such calls: 35 µs
 of the 71 it took to read an answer that had arrived whole (in process), 6.7 % of the
-gateway's instructions per request (bench/RESULTS.md, 2026-12-04).
+gateway's instructions per request (bench/RESULTS.md, 2026-12-04). The protocol here passes
+a resume to aiohttp only when reading is paused: by flow control (the reader's buffer over
+its high-water mark, too many chunks unread, decompressed bytes piling up) or by a buffer
+the protocol cannot drain yet. Those pauses, and everything else, stay aiohttp's own code.
+A resume when nothing is paused has nothing to do: the parser only keeps bytes back when it
+was paused, and the transport is reading.
 
-The protocol here (``_ResumeWhenPaused``) passes a resume to aiohttp only when reading is
-paused: by flow control (the reader's buffer over its high-water mark, too many chunks
-unread, decompressed bytes piling up) or by a buffer the protocol cannot drain yet. Those
-pauses, and everything else, stay aiohttp's own code. A resume when nothing is paused has
-nothing to do: the parser only keeps bytes back when it was paused, and the transport is
-reading.
+**A body that breaks HTTP's framing** (a chunk size that is not hex, a chunk longer than it
+said): aiohttp's C parser (``_http_parser.pyx``, 3.14) drops the body's reader and raises;
+the protocol closes the connection and keeps the error to itself, and the reader hears
+nothing, not even the close: it waits for its timeout, which then reads as a stall. The
+protocol here hands that error to the body's reader (``MalformedBody``). aiohttp's
+pure-Python parser (``AIOHTTP_NO_EXTENSIONS``) tells the reader itself, with its own
+``HttpProcessingError``, which is not a ``ClientError``: ``BODY_READ_ERRORS`` names both.
 
 aiohttp has no public way to choose its connections' protocol: the connector keeps the
 factory it makes them with in ``_factory`` (aiohttp 3.x; pinned in pyproject.toml). If
@@ -28,23 +35,50 @@ from typing import Any
 
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
+from aiohttp.helpers import _EXC_SENTINEL
+from aiohttp.http_exceptions import HttpProcessingError
+
+BODY_READ_ERRORS = (TimeoutError, aiohttp.ClientError, OSError, HttpProcessingError)
+"""What reading an answer's body may raise: a timeout, a broken connection or stream, a body
+that breaks HTTP's framing."""
 
 
-class _ResumeWhenPaused(ResponseHandler):
-    """A client connection's protocol that ignores a resume when reading is not paused."""
+class MalformedBody(aiohttp.ClientPayloadError):
+    """The body broke HTTP's framing; its message is the first line of what the parser said:
+    the C parser names the fault (its error reaches the protocol as a plain
+    ``HttpProcessingError``), the pure-Python one quotes the bytes, named by its error's kind."""
+
+    def __init__(self, parser_error: HttpProcessingError) -> None:
+        said = str(parser_error.message).strip().split("\n", 1)[0].rstrip(":").strip()
+        kind = type(parser_error).__name__
+        if kind == HttpProcessingError.__name__:
+            super().__init__(said or kind)
+        else:
+            super().__init__(f"{said} ({kind})" if said else kind)
+
+
+class _UpstreamProtocol(ResponseHandler):
+    """A client connection's protocol that ignores a resume when reading is not paused and
+    tells a body's reader when its bytes could not be parsed."""
 
     def resume_reading(self, resume_parser: bool = True) -> None:
         if self._reading_paused or self._buffer_paused:
             super().resume_reading(resume_parser)
 
+    def set_exception(self, exc: BaseException, exc_cause: BaseException = _EXC_SENTINEL) -> None:
+        super().set_exception(exc, exc_cause)
+        body = self._payload  # the answer being read (or one read to its end before)
+        if isinstance(exc, HttpProcessingError) and body is not None and not body.is_eof() and body.exception() is None:
+            body.set_exception(MalformedBody(exc), exc)
+
 
 class UpstreamConnector(aiohttp.TCPConnector):
-    """``aiohttp.TCPConnector`` (same arguments) making ``_ResumeWhenPaused`` connections."""
+    """``aiohttp.TCPConnector`` (same arguments) making ``_UpstreamProtocol`` connections."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         made_by = getattr(self, "_factory", None)
         if not isinstance(made_by, functools.partial) or made_by.func is not ResponseHandler:
             raise RuntimeError("this aiohttp makes its connections differently: UpstreamConnector needs updating")
-        protocol: type[ResponseHandler] = _ResumeWhenPaused
+        protocol: type[ResponseHandler] = _UpstreamProtocol
         self._factory = functools.partial(protocol, *made_by.args, **made_by.keywords)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import orjson
+from aiohttp.http_exceptions import HttpProcessingError
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
 from toolwire.protocol import (
@@ -35,7 +36,7 @@ from toolwire.protocol import (
     StreamItem,
 )
 
-from ._connector import UpstreamConnector
+from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector
 from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
 
@@ -155,7 +156,9 @@ class HttpEndpoint:
         response = await self.post(body)
         try:
             raw = await read_at_most(response, self.limits.max_body_bytes)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except BODY_READ_ERRORS as exc:
+            if isinstance(exc, MalformedBody | HttpProcessingError):
+                raise _malformed_body(exc) from exc
             raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
         finally:
             _release_or_close(response)
@@ -200,7 +203,7 @@ class HttpEndpoint:
                 self._check_url, headers=self._headers, timeout=self._check_timeout, **self._via
             ) as response:
                 await read_prefix(response)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except BODY_READ_ERRORS as exc:
             raise connect_error(self._where, exc) from exc
 
 
@@ -422,7 +425,7 @@ class SSEBatches:
             batch = self._parse_all(decoder.flush_data())
             if batch:
                 yield batch
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except BODY_READ_ERRORS as exc:
             raise _stream_error(exc, self._read_timeout) from exc
         except SSELimitExceeded as exceeded:
             too_long = exceeded
@@ -534,7 +537,7 @@ async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float) -> As
     try:
         async for chunk in response.content.iter_any():
             yield chunk
-    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+    except BODY_READ_ERRORS as exc:
         raise _stream_error(exc, read_timeout) from exc
 
 
@@ -552,16 +555,19 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
     A body read to its end already (most are, with their end marker) needs no waiting."""
     if response.content.at_eof():
         return
-    with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+    with contextlib.suppress(*BODY_READ_ERRORS):
         async with asyncio.timeout(1.0):
             while await response.content.readany():
                 pass
 
 
-def _stream_error(exc: TimeoutError | aiohttp.ClientError | OSError, timeout: float) -> UpstreamError:
-    """What a failure while reading a streamed body means: a stall, a cut, or a broken stream."""
+def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
+    """What a failure while reading a streamed body means: a stall, a cut, a body that is
+    not HTTP, or a broken stream."""
     if isinstance(exc, TimeoutError):
         return UpstreamError(f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout")
+    if isinstance(exc, MalformedBody | HttpProcessingError):
+        return _malformed_body(exc)
     if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
         return UpstreamError("The upstream closed the connection before the stream was complete.")
     return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
@@ -571,7 +577,7 @@ async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
     """The upstream's error answer, with its own message, as an UpstreamError."""
     try:
         raw = await read_prefix(response)
-    except (aiohttp.ClientError, OSError, TimeoutError):
+    except BODY_READ_ERRORS:
         raw = b""
     finally:
         _release_or_close(response)
@@ -635,6 +641,11 @@ def _unreadable_answer(url: str, exc: aiohttp.ClientResponseError) -> UpstreamEr
     error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {exc.message}.")
     error.__cause__ = exc
     return error
+
+
+def _malformed_body(exc: MalformedBody | HttpProcessingError) -> UpstreamError:
+    said = str(exc) if isinstance(exc, MalformedBody) else str(MalformedBody(exc))
+    return UpstreamProtocolError(f"The upstream's answer broke HTTP's framing: {said[:500]}.")
 
 
 def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:
