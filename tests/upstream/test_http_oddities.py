@@ -60,6 +60,19 @@ async def test_a_head_that_is_not_http(closing: list[HttpEndpoint]) -> None:
         error = await failure(endpoint(closing, url).post_for_json(BODY))
     assert type(error) is UpstreamProtocolError and error.__cause__ is not None
     assert error.message.startswith(f"The upstream at {url} answered with a response the gateway cannot read: ")
+    assert "\n" not in error.message
+
+
+async def test_a_head_the_parser_refuses_is_told_on_one_line(closing: list[HttpEndpoint]) -> None:
+    """aiohttp's C parser writes the bytes it stopped at, and a caret, under its message:
+    the error says them on one line."""
+    both = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+    async with raw_upstream([both]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == (
+        f"The upstream at {url} answered with a response the gateway cannot read: "
+        "Content-Length can't be present with Transfer-Encoding: b'Content-Length: 5'."
+    )
 
 
 async def test_a_whole_answer_that_breaks_off(closing: list[HttpEndpoint]) -> None:
@@ -322,6 +335,29 @@ async def test_a_body_that_breaks_http_framing_fails_at_once_and_says_so(
                 else:
                     async with reading.stream_bytes(BODY) as chunks:
                         assert [chunk async for chunk in chunks] == [first]
-    said = "Invalid character in chunk size" if parser == "C" else "zz (TransferEncodingError)"
-    assert broken.value.message == f"The upstream's answer broke HTTP's framing: {said}."
+    said = "Invalid character in chunk size: b'zz'" if parser == "C" else "TransferEncodingError: zz"
+    assert broken.value.message == f"The upstream's answer has a body the gateway cannot read: {said}."
     assert broken.value.status == 502 and broken.value.__cause__ is not None
+
+
+@pytest.mark.parametrize("reader", ["stream", "post_for_json"])
+async def test_a_body_that_does_not_decompress_says_so(closing: list[HttpEndpoint], reader: str) -> None:
+    """A gzip body whose data is not deflate (a reserved block type) fails as a body that
+    cannot be read, not as a connection closed early."""
+    kind = b"application/json" if reader == "post_for_json" else b"text/event-stream"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" % kind
+    gzip_header = gzip.compress(b"")[:10]
+    answer = [head, b"%x\r\n%s\r\n" % (len(gzip_header), gzip_header), 0.05, b"4\r\n\x07\x07\x07\x07\r\n", HOLD]
+    async with raw_upstream(answer) as url:
+        reading = endpoint(closing, url, timeout=60)
+        async with asyncio.timeout(30):
+            with pytest.raises(UpstreamProtocolError) as broken:
+                if reader == "post_for_json":
+                    await reading.post_for_json(BODY)
+                else:
+                    async with reading.stream(BODY, parse_json_object) as batches:
+                        assert [batch async for batch in batches] == []
+    assert broken.value.message == (
+        "The upstream's answer has a body the gateway cannot read: "
+        "ContentEncodingError: Can not decode content-encoding: gzip."
+    )

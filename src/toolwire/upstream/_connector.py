@@ -43,18 +43,24 @@ BODY_READ_ERRORS = (TimeoutError, aiohttp.ClientError, OSError, HttpProcessingEr
 that breaks HTTP's framing."""
 
 
+def parser_said(message: object) -> str:
+    """An HTTP parser's message on one line. aiohttp's C parser writes the fault, then the
+    bytes it stopped at and a caret under them: ``Invalid character in chunk size:\n\n
+    b'zz'\n  ^`` reads ``Invalid character in chunk size: b'zz'``."""
+    lines = str(message).strip().split("\n")
+    if len(lines) >= 3 and lines[0].endswith(":") and not lines[1].strip():
+        return f"{lines[0]} {lines[2].strip()[:200]}"
+    return lines[0][:500]
+
+
 class MalformedBody(aiohttp.ClientPayloadError):
-    """The body broke HTTP's framing; its message is the first line of what the parser said:
-    the C parser names the fault (its error reaches the protocol as a plain
-    ``HttpProcessingError``), the pure-Python one quotes the bytes, named by its error's kind."""
+    """A body the parser could not read, with what the parser said: the C parser's error
+    reaches the protocol as a plain ``HttpProcessingError`` and names the fault; a kind of
+    error (the pure-Python parser's, which quotes the bytes) is named too."""
 
     def __init__(self, parser_error: HttpProcessingError) -> None:
-        said = str(parser_error.message).strip().split("\n", 1)[0].rstrip(":").strip()
-        kind = type(parser_error).__name__
-        if kind == HttpProcessingError.__name__:
-            super().__init__(said or kind)
-        else:
-            super().__init__(f"{said} ({kind})" if said else kind)
+        said, kind = parser_said(parser_error.message), type(parser_error).__name__
+        super().__init__(said if kind == HttpProcessingError.__name__ else f"{kind}: {said}")
 
 
 class _UpstreamProtocol(ResponseHandler):

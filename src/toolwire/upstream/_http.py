@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import orjson
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
 
 from toolwire.errors import UpstreamError, UpstreamProtocolError
 from toolwire.protocol import (
@@ -36,7 +36,7 @@ from toolwire.protocol import (
     StreamItem,
 )
 
-from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector
+from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector, parser_said
 from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
 
@@ -157,8 +157,8 @@ class HttpEndpoint:
         try:
             raw = await read_at_most(response, self.limits.max_body_bytes)
         except BODY_READ_ERRORS as exc:
-            if isinstance(exc, MalformedBody | HttpProcessingError):
-                raise _malformed_body(exc) from exc
+            if (fault := _body_fault(exc)) is not None:
+                raise _unreadable_body(fault) from exc
             raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
         finally:
             _release_or_close(response)
@@ -566,8 +566,8 @@ def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
     not HTTP, or a broken stream."""
     if isinstance(exc, TimeoutError):
         return UpstreamError(f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout")
-    if isinstance(exc, MalformedBody | HttpProcessingError):
-        return _malformed_body(exc)
+    if (fault := _body_fault(exc)) is not None:
+        return _unreadable_body(fault)
     if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
         return UpstreamError("The upstream closed the connection before the stream was complete.")
     return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
@@ -638,14 +638,26 @@ def connect_error(url: str, exc: BaseException) -> UpstreamError:
 
 
 def _unreadable_answer(url: str, exc: aiohttp.ClientResponseError) -> UpstreamError:
-    error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {exc.message}.")
+    said = parser_said(exc.message)
+    error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {said}.")
     error.__cause__ = exc
     return error
 
 
-def _malformed_body(exc: MalformedBody | HttpProcessingError) -> UpstreamError:
-    said = str(exc) if isinstance(exc, MalformedBody) else str(MalformedBody(exc))
-    return UpstreamProtocolError(f"The upstream's answer broke HTTP's framing: {said[:500]}.")
+def _body_fault(exc: Exception) -> str | None:
+    """What the parser said of a body it could not read (its framing, or its compression),
+    when that is why reading it failed."""
+    if isinstance(exc, MalformedBody):
+        return str(exc)
+    if isinstance(exc, HttpProcessingError):
+        return str(MalformedBody(exc))
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(exc.__cause__, ContentEncodingError):
+        return str(MalformedBody(exc.__cause__))
+    return None
+
+
+def _unreadable_body(fault: str) -> UpstreamError:
+    return UpstreamProtocolError(f"The upstream's answer has a body the gateway cannot read: {fault}.")
 
 
 def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:
