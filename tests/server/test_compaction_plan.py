@@ -199,7 +199,7 @@ async def test_the_compact_endpoint_goes_to_the_backends_own(native: ResponsesUp
     compacted = reply.json()
     assert compacted["id"].startswith("resp_") and compacted["id"] != "theirs"
     assert (compacted["object"], compacted["created_at"], compacted["output"]) == ("response.compaction", 12, [BACKENDS_OWN])
-    assert compacted["usage"]["input_tokens"] == 9 and compacted["usage"]["input_tokens_details"] == {"cached_tokens": 0}
+    assert compacted["usage"]["input_tokens"] == 9 and compacted["usage"]["input_tokens_details"] == {"cached_tokens": 0, "cache_write_tokens": 0}
     assert native.compact_bodies[0]["model"] == "m" and "stream" not in native.compact_bodies[0]
     assert native.compact_bodies[0]["input"] == HISTORY, "the backend's own compaction gets the input as it is"
     assert native.bodies == []

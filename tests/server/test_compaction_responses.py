@@ -135,7 +135,7 @@ def test_compact_endpoint_goes_to_the_backends_own(gateway: GatewayProcess, nati
     body = reply.json()
     assert body["object"] == "response.compaction" and body["id"].startswith("resp_") and body["id"] != "resp_native"
     assert body["output"][-1] == BACKENDS_OWN and body["created_at"] == 1_750_000_000
-    assert body["usage"]["input_tokens_details"] == {"cached_tokens": 0}  # made whole
+    assert body["usage"]["input_tokens_details"] == {"cached_tokens": 0, "cache_write_tokens": 0}  # made whole
     [sent] = native.compact_bodies
     assert sent["model"] == "served-natively" and sent["input"] == CONVERSATION and sent["tools"] == TOOLS
     assert "stream" not in sent and "store" not in sent and native.bodies == []

@@ -23,6 +23,7 @@ from tests.support.chat_upstream import (
     ChatUpstream,
     Cut,
     HttpError,
+    Raw,
     Stall,
     StreamError,
     Text,
@@ -176,6 +177,49 @@ async def test_a_stream_cut_by_the_upstream_ends_in_one_failure(upstream: ChatUp
     assert (line["outcome"], line["error"], line["error_kind"]) == (
         "failed", "The upstream closed the connection before the stream was complete.", "server_error",
     )  # fmt: skip
+
+
+EXEC_TOOL = {"type": "custom", "name": "exec", "description": "Run JavaScript.", "format": {"type": "text"}}
+
+
+async def test_a_streamed_request_answered_whole_is_streamed_with_its_calls_restored(
+    upstream: ChatUpstream, exchange_log: list[JSON]
+) -> None:
+    """A Chat server that ignores ``stream`` and answers with a whole completion: the client
+    still gets its stream, the call to its custom tool restored as a ``custom_tool_call``,
+    and the log says the answer came whole."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "exec", "arguments": '{"input": "1 + 1"}'}}
+    completion = {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Let me run it.", "tool_calls": [call]},
+                     "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+    }  # fmt: skip
+    whole = orjson.dumps(completion)
+    upstream.enqueue(Raw([b"\n" + whole[:9], whole[9:]], content_type="application/json"))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        body = {"model": "m", "input": "1 + 1?", "tools": [EXEC_TOOL], "stream": True}
+        response = await client.post("/v1/responses", json=body)
+    events = sse_events(response.content)
+    assert events[-1]["type"] == "response.completed", events[-1]
+    output = events[-1]["response"]["output"]
+    assert [item["type"] for item in output] == ["message", "custom_tool_call"]
+    assert (output[1]["name"], output[1]["input"], output[1]["call_id"]) == ("exec", "1 + 1", "call_1")
+    assert events[-1]["response"]["usage"]["total_tokens"] == 12
+    assert "streamed request answered whole, sent as a stream" in only(exchange_log)["conversions"]
+
+
+async def test_a_streamed_request_answered_with_a_whole_error_fails_with_the_upstream_s_message(
+    upstream: ChatUpstream, exchange_log: list[JSON]
+) -> None:
+    error = orjson.dumps({"error": {"message": "model 'm' is not loaded", "type": "invalid_request_error"}})
+    upstream.enqueue(Raw([error], content_type="application/json"))
+    async with gateway_client(chat_config(upstream.base_url)) as client:
+        response = await client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    events = sse_events(response.content)
+    assert events[-1]["type"] == "response.failed"
+    assert "model 'm' is not loaded" in events[-1]["response"]["error"]["message"]
+    assert only(exchange_log)["outcome"] == "failed"
 
 
 async def test_what_the_upstream_could_not_be_sent_is_logged_as_a_warning(

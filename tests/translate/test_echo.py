@@ -115,7 +115,7 @@ def test_what_the_response_says_is_kept_and_what_is_wrong_comes_from_the_request
         "metadata": {"k": "v"},
         "usage": {
             "input_tokens": 3,
-            "input_tokens_details": {"cached_tokens": 1, "x": 2},
+            "input_tokens_details": {"cached_tokens": 1, "x": 2, "cache_write_tokens": 0},
             "output_tokens": 0,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": 3,
@@ -167,22 +167,22 @@ def test_fields_that_are_of_their_kind_are_kept() -> None:
 @pytest.mark.parametrize(
     ("usage", "completed"),
     [
-        (None, {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}),
+        (None, {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}),
         (
             {"input_tokens": 2, "output_tokens": 3, "total_tokens": 99, "input_tokens_details": [1], "output_tokens_details": {"reasoning_tokens": 2.9}},
-            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 99},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 99},
         ),
         (
-            {"input_tokens": 2, "output_tokens": 3, "total_tokens": "many", "input_tokens_details": {"cached_tokens": "1"}},
-            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0},
+            {"input_tokens": 2, "output_tokens": 3, "total_tokens": "many", "input_tokens_details": {"cached_tokens": "1", "cache_write_tokens": 2.5}},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 2}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0},
         ),
         (
             {"input_tokens": 2, "output_tokens": 3, "total_tokens": None},
-            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5},
+            {"input_tokens": 2, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5},
         ),
         (  # counts past 64 bits (orjson reads 2**64 as a float) are clamped so that their sum can be written
             {"input_tokens": 1.8446744073709552e19, "output_tokens": 2**64 - 1, "total_tokens": None},
-            {"input_tokens": 10**12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10**12, "output_tokens_details": {"reasoning_tokens": 0},
+            {"input_tokens": 10**12, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 10**12, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": 2 * 10**12},
         ),
     ],

@@ -32,6 +32,7 @@ TRANSLATE_ALL = [
     "GENERIC",
     "MESSAGES_PRESETS",
     "PRESETS",
+    "WHOLE_ANSWER_STREAMED",
     "AnswerTranslator",
     "BackendProfile",
     "ChatStreamTranslator",

@@ -17,6 +17,7 @@ import pytest
 from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
+from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
 from toolwire.upstream._http import StreamStalled, parse_json_object
 
@@ -302,3 +303,47 @@ async def test_the_connections_to_an_upstream_are_bounded(upstream: ChatUpstream
         release.set()
         await one.aclose()
     assert clean and batches and len(upstream.chat_requests) == 2
+
+
+async def test_a_streamed_request_answered_whole_comes_as_one_whole_answer(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    """A server that ignores ``stream`` answers with one JSON object (in pieces, after
+    blank lines): one batch holding it whole, and the stream ended cleanly."""
+    whole = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "hi"}}]}
+    raw = orjson.dumps(whole)
+    upstream.enqueue(Raw([b"\r\n", raw[:5], raw[5:]], content_type="application/json"))
+    async with endpoint.stream(STREAMED, parse_json_object) as batches:
+        read = [batch async for batch in batches]
+    assert len(read) == 1 and len(read[0]) == 1
+    [answer] = read[0]
+    assert isinstance(answer, WholeAnswer) and answer.answer == whole and batches.ended_cleanly
+
+
+async def test_an_event_stream_after_blank_lines_or_a_comment_is_read_as_a_stream(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+    upstream.enqueue(Raw([b"\n", b": keep-alive\n\n", *sse({"n": 1}), b"data: [DONE]\n\n"]))
+    batches, clean = await read_all(endpoint)
+    assert [item for batch in batches for item in batch] == [{"n": 1}] and clean
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"choices": [', "The upstream answered a streamed request with a body that is neither an event stream nor JSON."),
+        (b"{} {}", "The upstream answered a streamed request with a body that is neither an event stream nor JSON."),
+    ],
+)
+async def test_a_streamed_request_answered_with_json_that_cannot_be_read(
+    endpoint: HttpEndpoint, upstream: ChatUpstream, body: bytes, message: str
+) -> None:
+    upstream.enqueue(Raw([body], content_type="application/json"))
+    error = await stream_failure(endpoint)
+    assert type(error) is UpstreamProtocolError and error.message == message
+
+
+async def test_a_whole_answer_to_a_streamed_request_is_bounded_by_the_body_limit(upstream: ChatUpstream) -> None:
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", limits=UpstreamLimits(max_body_bytes=1024), timeout=5)
+    try:
+        upstream.enqueue(Raw([b'{"pad": "', b"x" * 600, b"x" * 600, b'"}'], content_type="application/json"))
+        error = await stream_failure(endpoint)
+    finally:
+        await endpoint.aclose()
+    assert type(error) is UpstreamLimitError and error.limit == "upstream_max_body_bytes"

@@ -21,7 +21,7 @@ from ._chat import (
     ChatToolCallDelta,
     ChatUsage,
 )
-from ._chat_frames import PlainChunks, PlainContentFrames, StreamItem, plain_content
+from ._chat_frames import PlainChunks, PlainContentFrames, StreamItem, WholeAnswer, plain_content
 from ._events import EVENT_TYPES, TERMINAL_EVENT_TYPES, StreamEvent, parse_event
 from ._history import KNOWN_HISTORIES, HistoryLink, KnownHistories, KnownHistory, KnownItems
 from ._items import (
@@ -132,6 +132,7 @@ __all__ = [
     "UnknownItem",
     "UnknownPart",
     "WebSearchCallItem",
+    "WholeAnswer",
     "WireModel",
     "dump_item",
     "encode_event",

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["PlainChunks", "PlainContentFrames", "StreamItem", "plain_content"]
+__all__ = ["PlainChunks", "PlainContentFrames", "StreamItem", "WholeAnswer", "plain_content"]
 
 JSON = dict[str, Any]
 
@@ -99,9 +99,23 @@ class PlainChunks:
         return f"PlainChunks({self.text!r})"
 
 
-StreamItem = JSON | PlainChunks
-"""One object of an upstream's stream, as an answer translator is fed it: parsed, or plain
-Chat chunks read from their bytes."""
+class WholeAnswer:
+    """A streamed request's answer that came whole, as one JSON object (a Chat completion,
+    a Response, a Message), not as a stream: some servers and proxies ignore ``stream``.
+    A translator reads it as the stream objects that would have carried it."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: JSON) -> None:
+        self.answer = answer
+
+    def __repr__(self) -> str:
+        return f"WholeAnswer({self.answer!r})"
+
+
+StreamItem = JSON | PlainChunks | WholeAnswer
+"""One object of an upstream's stream, as an answer translator is fed it: parsed, plain
+Chat chunks read from their bytes, or the whole answer of a server that did not stream."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import orjson
 
 from toolwire.keys import Lease
-from toolwire.protocol import PlainChunks, StreamItem
+from toolwire.protocol import PlainChunks, StreamItem, WholeAnswer
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +86,8 @@ class Exchange:
         if self.record_traffic:
             if isinstance(chunk, PlainChunks):
                 self.upstream_chunks.extend(chunk.objects())
+            elif isinstance(chunk, WholeAnswer):
+                self.upstream_chunks.append(chunk.answer)
             else:
                 self.upstream_chunks.append(chunk)
 

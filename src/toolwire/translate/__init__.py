@@ -70,7 +70,7 @@ from .responses import (
 )
 from .stream_end import StreamEnd, StreamOutcome, decide_stream_end
 from .tool_table import UpstreamTool, UpstreamToolTable, flat_name, upstream_call_id
-from .translator import AnswerTranslator, WrittenAnswer
+from .translator import WHOLE_ANSWER_STREAMED, AnswerTranslator, WrittenAnswer
 from .writer import ResponsesEventWriter, StreamState
 
 __all__ = [
@@ -78,6 +78,7 @@ __all__ = [
     "GENERIC",
     "MESSAGES_PRESETS",
     "PRESETS",
+    "WHOLE_ANSWER_STREAMED",
     "AnswerTranslator",
     "BackendProfile",
     "ChatStreamTranslator",

@@ -194,6 +194,7 @@ def complete_usage(usage: Mapping[str, Any] | None) -> JSON:
     input_details = dict(input_details) if isinstance(input_details, dict) else {}
     output_details = dict(output_details) if isinstance(output_details, dict) else {}
     input_details["cached_tokens"] = token_count(input_details.get("cached_tokens"))
+    input_details["cache_write_tokens"] = token_count(input_details.get("cache_write_tokens"))
     output_details["reasoning_tokens"] = token_count(output_details.get("reasoning_tokens"))
     total = usage.get("total_tokens")
     return {

@@ -25,13 +25,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from toolwire.protocol import PlainChunks, ResponsesRequest, StreamEvent, StreamItem
+from toolwire.protocol import PlainChunks, ResponsesRequest, StreamEvent, StreamItem, WholeAnswer
 from toolwire.tools import ToolKind
 
 from ._calls import CLOSED, CallReader, ItemStatus, OpenCall, call_item
 from .stream_end import StreamEnd, StreamOutcome
 from .tool_table import UpstreamToolTable
-from .translator import WrittenAnswer
+from .translator import WHOLE_ANSWER_STREAMED, WrittenAnswer
 from .writer import ResponsesEventWriter
 
 JSON = dict[str, Any]
@@ -80,6 +80,10 @@ class ItemStreamTranslator(WrittenAnswer, ABC, Generic[OpenItemT]):
             return []
         if isinstance(item, PlainChunks):
             self._read_plain(item)
+        elif isinstance(item, WholeAnswer):
+            self.conversions.append(WHOLE_ANSWER_STREAMED)
+            for streamed in self._as_stream(item.answer):
+                self._read(streamed)
         else:
             self._read(item)
         return writer.take()

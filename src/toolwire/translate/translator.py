@@ -21,9 +21,12 @@ from toolwire.protocol import StreamItem
 
 from .writer import ResponsesEventWriter, StreamState
 
-__all__ = ["AnswerTranslator", "WrittenAnswer"]
+__all__ = ["WHOLE_ANSWER_STREAMED", "AnswerTranslator", "WrittenAnswer"]
 
 JSON = dict[str, Any]
+
+WHOLE_ANSWER_STREAMED = "streamed request answered whole, sent as a stream"
+"""The conversion a translator notes when it reads a ``WholeAnswer``: the upstream ignored ``stream``."""
 
 
 class AnswerTranslator(Protocol):

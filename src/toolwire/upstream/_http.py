@@ -34,6 +34,7 @@ from toolwire.protocol import (
     SSEDecoder,
     SSELimitExceeded,
     StreamItem,
+    WholeAnswer,
 )
 
 from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector, parser_said
@@ -404,6 +405,7 @@ class SSEBatches:
         content = self._response.content
         stall = StallWatch(content, self._read_timeout)
         clock = stall.clock
+        opening = True  # until the body's first bytes that are not blank
         try:
             while True:
                 stall.waiting_since = clock()
@@ -414,6 +416,13 @@ class SSEBatches:
                 left -= len(data)
                 if left < 0:
                     raise limits.stream_too_long_error()
+                if opening:
+                    opening = not data.strip()
+                    if data.lstrip().startswith(b"{"):  # no event stream begins so: it answered whole
+                        whole = await self._whole_answer(data, stall)
+                        self.ended_cleanly = True
+                        yield [whole]
+                        return
                 if frames is not None:
                     batch = self._read_frames(data, decoder, frames)
                 else:
@@ -437,6 +446,32 @@ class SSEBatches:
             del decoder
             too_long.__traceback__ = None
             raise limits.stream_error(too_long)
+
+    async def _whole_answer(self, first: bytes, stall: StallWatch) -> WholeAnswer:
+        """The rest of a body that began as JSON, read to its end (each wait bounded as a
+        stream's, the whole by ``max_body_bytes``): a server or proxy that ignored
+        ``stream`` and answered whole."""
+        limits, content, clock = self._limits, self._response.content, stall.clock
+        pieces, size = [first], len(first)
+        while size <= limits.max_body_bytes:
+            stall.waiting_since = clock()
+            data = await content.readany()
+            stall.waiting_since = None
+            if not data:
+                break
+            pieces.append(data)
+            size += len(data)
+        if size > limits.max_body_bytes:
+            raise limits.body_error()
+        try:
+            answer = orjson.loads(b"".join(pieces))
+        except orjson.JSONDecodeError:
+            raise UpstreamProtocolError(
+                "The upstream answered a streamed request with a body that is neither an event stream nor JSON."
+            ) from None
+        if not isinstance(answer, dict):
+            raise UpstreamProtocolError("The upstream answered a streamed request with JSON that is not an object.")
+        return WholeAnswer(answer)
 
     def _read_frames(self, data: bytes, decoder: SSEDecoder, frames: PlainContentFrames) -> list[StreamItem]:
         """One read, frame by frame: the frames of the learned shape that follow each other,

@@ -27,7 +27,7 @@ from tests.support.messages_upstream import (
 )
 from tests.translate.chat.shapes import COLLABORATION, FUNCTIONS_NAMESPACE, TOOLS
 from tests.translate.sdk import sdk_event, without_parsed
-from toolwire.protocol import PlainChunks, parse_request
+from toolwire.protocol import PlainChunks, WholeAnswer, parse_request
 from toolwire.translate import (
     MESSAGES_PRESETS,
     MessagesStreamTranslator,
@@ -176,6 +176,18 @@ def test_a_whole_message_is_translated_as_its_stream() -> None:
     strip = lambda output: [{k: v for k, v in item.items() if k != "id"} for item in output]  # noqa: E731
     assert strip(whole["output"]) == strip(streamed["output"])
     assert whole["usage"]["input_tokens"] == streamed["usage"]["input_tokens"]
+
+
+def test_a_streamed_request_answered_with_a_whole_message_streams_that_message() -> None:
+    """A server that ignored ``stream`` and answered with a Message: read as a
+    ``WholeAnswer``, the stream is what the client's SDK accepts and ends with the Response
+    the Message translates to (its tool call among the items, as the client declared the tool)."""
+    answer = Answer([Thinking("t"), Said("x"), Use("exec_command", {"cmd": "ls"})])
+    message = whole_message(answer, message_id="msg_0001", model="claude", usage=USAGE)
+    out, streamed = run([WholeAnswer(message)])
+    assert streamed == machine().translate_whole(message)
+    assert [item["type"] for item in streamed["output"]] == ["reasoning", "message", "function_call"]
+    sdk_final_response(out)
 
 
 # ---------------------------------------------------------------- how the stream ends

@@ -19,13 +19,28 @@ from hypothesis import strategies as st
 from openai._models import validate_type
 from openai.types.responses import Response
 
-from toolwire.protocol import parse_request
+from toolwire.protocol import WholeAnswer, parse_request
 from toolwire.tools import ToolCatalog
-from toolwire.translate import UpstreamToolTable, completion_chunks, translate_completion
+from toolwire.translate import (
+    WHOLE_ANSWER_STREAMED,
+    UpstreamToolTable,
+    completion_chunks,
+    translate_completion,
+)
 
 from ..sdk import without_parsed
 from ..test_custom_input import PATCH
-from .test_stream import BODY, CREATED_AT, RESPONSE_ID, WEATHER, js_exec, run, scripts, summarize
+from .test_stream import (
+    BODY,
+    CREATED_AT,
+    RESPONSE_ID,
+    WEATHER,
+    js_exec,
+    run,
+    scripts,
+    summarize,
+    verify,
+)
 
 JSON = dict[str, Any]
 
@@ -310,3 +325,23 @@ def test_streaming_and_non_streaming_agree(
 
     streamed = run(render(script, data.draw)).response
     assert translate(as_completion(script)) == streamed
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=scripts())
+def test_a_streamed_request_answered_whole_is_streamed_as_the_whole_answer_says(script: list[tuple[str, Any]]) -> None:
+    """A server that ignored ``stream`` and answered with a completion: read as a
+    ``WholeAnswer``, the stream passes every check a client makes and ends with the very
+    Response the completion translates to (calls restored to their declared kinds alike);
+    the translator notes that the answer came whole."""
+    whole = as_completion(script)
+    streamed = run([WholeAnswer(whole)])
+    assert verify(streamed.events) == translate(whole)
+    assert streamed.translator.conversions.count(WHOLE_ANSWER_STREAMED) == 1
+
+
+def test_a_streamed_request_answered_whole_with_an_error_fails_with_its_message() -> None:
+    error = {"error": {"message": "model 'm' is not loaded", "type": "invalid_request_error", "code": None}}
+    streamed = run([WholeAnswer(error)])
+    response = verify(streamed.events)
+    assert response["status"] == "failed" and "model 'm' is not loaded" in response["error"]["message"]

@@ -9,10 +9,18 @@ import hashlib
 from typing import Any
 
 import orjson
+from openai import omit
+from openai.lib.streaming.responses._responses import ResponseStreamState
 
+from tests.translate.sdk import sdk_event, without_parsed
 from tests.translate.streams import item_added, item_done, lifecycle, readable
-from toolwire.protocol import parse_request
-from toolwire.translate import ResponsesCapabilities, ResponsesStreamRestorer, downgrade_request
+from toolwire.protocol import WholeAnswer, parse_request
+from toolwire.translate import (
+    WHOLE_ANSWER_STREAMED,
+    ResponsesCapabilities,
+    ResponsesStreamRestorer,
+    downgrade_request,
+)
 
 JSON = dict[str, Any]
 MCP = {
@@ -60,6 +68,8 @@ RUN_RESTORED = {"id": "ctc_u2", "type": "custom_tool_call", "status": "completed
 READ_RESTORED = {"id": "fc_u3", "type": "function_call", "status": "completed", "call_id": "call_3", "name": "read", "namespace": "mcp", "arguments": "{}"}
 FIND_RESTORED = {"id": "tsc_u4", "type": "tool_search_call", "status": "completed", "call_id": "call_4", "execution": "client", "arguments": {}}
 USAGE = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3, "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+USAGE_MADE_WHOLE = {**USAGE, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}
+"""``USAGE`` with the count the specification requires and the backend left out (strict clients refuse it without)."""
 
 
 def test_every_call_comes_back_as_the_client_declared_it() -> None:
@@ -101,7 +111,7 @@ def test_every_call_comes_back_as_the_client_declared_it() -> None:
         item_done(2, FIND_RESTORED),
         {"type": "response.output_item.added", "output_index": "x", "item": {"type": "message"}},
         {"type": "response.some_future_event", "output_index": 3},
-        lifecycle("completed", "completed", [RUN_RESTORED, READ_RESTORED, FIND_RESTORED, "junk"], usage=USAGE),
+        lifecycle("completed", "completed", [RUN_RESTORED, READ_RESTORED, FIND_RESTORED, "junk"], usage=USAGE_MADE_WHOLE),
     ]
     final = out[-1]["response"]
     assert (final["id"], final["model"], final["created_at"], final["tool_choice"], final["previous_response_id"]) == (
@@ -369,3 +379,45 @@ def test_the_restored_response_repeats_the_clients_request_and_model() -> None:
     translator = restorer_for(body, ResponsesCapabilities(), model="gateway-alias")
     whole = translator.translate_whole(backend_response("completed", [READ]))
     assert (whole["model"], whole["temperature"], whole["top_p"], whole["output"]) == ("gateway-alias", 0.3, 0.5, [READ_RESTORED])
+
+
+def test_a_streamed_request_answered_with_a_whole_response_streams_it_restored() -> None:
+    """A server that ignored ``stream`` and answered with a Response: read as a
+    ``WholeAnswer``, it streams as created, each item added and done, and its terminal
+    event, every call restored as the client declared it, the final Response the one
+    ``translate_whole`` gives; an incomplete one ends ``response.incomplete``."""
+    translator = restorer()
+    said = {"id": "msg_u1", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Running it.", "annotations": []}]}
+    answer = backend_response("completed", [said, RUN_DONE, READ], usage=USAGE)
+    out = translator.feed(WholeAnswer(answer))
+    run_at, read_at = {"item_id": "ctc_u2", "output_index": 1}, {"item_id": "fc_u3", "output_index": 2}
+    assert readable(out) == [
+        lifecycle("created", "in_progress"),
+        item_added(0, said),
+        item_done(0, said),
+        item_added(1, {**RUN_RESTORED, "status": "in_progress", "input": ""}),
+        {"type": "response.custom_tool_call_input.delta", **run_at, "delta": "print(1)"},
+        {"type": "response.custom_tool_call_input.done", **run_at, "input": "print(1)"},
+        item_done(1, RUN_RESTORED),
+        item_added(2, {**READ_RESTORED, "status": "in_progress", "arguments": ""}),
+        {"type": "response.function_call_arguments.delta", **read_at, "delta": "{}"},
+        {"type": "response.function_call_arguments.done", **read_at, "arguments": "{}", "name": "read"},
+        item_done(2, READ_RESTORED),
+        lifecycle("completed", "completed", [said, RUN_RESTORED, READ_RESTORED], usage=USAGE_MADE_WHOLE),
+    ]
+    assert out[-1]["response"] == restorer().translate_whole(answer)
+    state: ResponseStreamState[None] = ResponseStreamState(input_tools=omit, text_format=omit)
+    for event in out:  # what a strict client of the SDK makes of it
+        state.handle_event(sdk_event(event))
+    final = state._completed_response
+    assert final is not None and without_parsed(final.to_dict()["output"]) == out[-1]["response"]["output"]
+    assert WHOLE_ANSWER_STREAMED in translator.conversions and translator.finished
+    cut_short = restorer().feed(WholeAnswer(backend_response("incomplete", [READ], incomplete_details={"reason": "max_output_tokens"})))
+    assert readable(cut_short)[-1] == lifecycle("incomplete", "incomplete", [READ_RESTORED], incomplete_details={"reason": "max_output_tokens"})
+
+
+def test_a_streamed_request_answered_with_a_whole_error_fails_with_its_message() -> None:
+    failed = readable(restorer().feed(WholeAnswer({"error": {"message": "no such model", "code": "model_not_found"}})))
+    assert failed[-1] == lifecycle("failed", "failed", error={"code": "model_not_found", "message": "no such model"})
+    assert failed[0] == lifecycle("created", "in_progress")
