@@ -361,3 +361,26 @@ async def test_a_body_that_does_not_decompress_says_so(closing: list[HttpEndpoin
         "The upstream's answer has a body the gateway cannot read: "
         "ContentEncodingError: Can not decode content-encoding: gzip."
     )
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("key_header", ["bearer", "x-api-key"])
+async def test_a_redirect_is_not_followed_so_the_request_and_its_key_go_nowhere_else(
+    closing: list[HttpEndpoint], status: int, key_header: Any
+) -> None:
+    """An upstream that redirects: the gateway says where to, and sends nothing there (aiohttp
+    would follow, dropping ``Authorization`` for another host but not ``x-api-key``, and
+    resend the prompt either way); neither does its readiness check."""
+    async with raw_upstream([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"]) as elsewhere:
+        moved = b"HTTP/1.1 %d Moved\r\nLocation: %s/chat/completions\r\nContent-Length: 0\r\n\r\n" % (status, elsewhere.encode())
+        async with raw_upstream([moved], [moved]) as url:
+            redirecting = endpoint(closing, url, api_key="sk-secret", key_header=key_header)
+            error = await failure(redirecting.post_for_json(BODY))
+            await redirecting.check()  # there: any answer will do
+        other = endpoint(closing, elsewhere)
+        assert await other.post_for_json(BODY) == {}, "the place redirected to got nothing before"
+    assert error.message == (
+        f"The upstream at {url} answered HTTP {status}, redirecting to {elsewhere}/chat/completions: the gateway "
+        "follows no redirect (the request and its key would go elsewhere); set the upstream's address to where it points."
+    )
+    assert (error.status, error.code) == (502, "upstream_redirect")

@@ -134,7 +134,9 @@ class HttpEndpoint:
         attempt = 0
         while True:
             try:
-                response = await self._client().post(self._url, data=body, headers=self._headers, **self._via)
+                response = await self._client().post(
+                    self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
+                )
             except aiohttp.ConnectionTimeoutError as exc:
                 error, retryable = connect_error(self._where, exc), True
             except TimeoutError as exc:
@@ -144,9 +146,12 @@ class HttpEndpoint:
             except (aiohttp.ClientError, OSError) as exc:
                 error, retryable = connect_error(self._where, exc), True
             else:
-                if response.status < 400:
+                if response.status < 300:
                     return response
-                error, retryable = await _status_error(response), response.status >= 500
+                if response.status < 400:
+                    error, retryable = _redirect_error(self._where, response), False
+                else:
+                    error, retryable = await _status_error(response), response.status >= 500
             if not retryable or attempt + 1 >= self._retry.attempts:
                 raise error
             await asyncio.sleep(self._retry.delay(attempt))
@@ -201,7 +206,7 @@ class HttpEndpoint:
         seconds (any status: the server is there)."""
         try:
             async with self._client().get(
-                self._check_url, headers=self._headers, timeout=self._check_timeout, **self._via
+                self._check_url, headers=self._headers, timeout=self._check_timeout, allow_redirects=False, **self._via
             ) as response:
                 await read_prefix(response)
         except BODY_READ_ERRORS as exc:
@@ -417,8 +422,9 @@ class SSEBatches:
                 if left < 0:
                     raise limits.stream_too_long_error()
                 if opening:
-                    opening = not data.strip()
-                    if data.lstrip().startswith(b"{"):  # no event stream begins so: it answered whole
+                    begun = data.lstrip()  # (data itself, uncopied, when it begins with no blank)
+                    opening = not begun
+                    if begun.startswith(b"{"):  # no event stream begins so: it answered whole
                         whole = await self._whole_answer(data, stall)
                         self.ended_cleanly = True
                         yield [whole]
@@ -693,6 +699,20 @@ def _body_fault(exc: Exception) -> str | None:
 
 def _unreadable_body(fault: str) -> UpstreamError:
     return UpstreamProtocolError(f"The upstream's answer has a body the gateway cannot read: {fault}.")
+
+
+def _redirect_error(url: str, response: aiohttp.ClientResponse) -> UpstreamError:
+    """A redirect is not followed: the request, and the key with it, would go to wherever
+    the upstream points (aiohttp drops ``Authorization`` for another host, not ``x-api-key``)."""
+    location = without_credentials(response.headers.get("Location", ""))[:500] or "nowhere it says"
+    response.close()
+    return UpstreamError(
+        f"The upstream at {url} answered HTTP {response.status}, redirecting to {location}: the gateway "
+        "follows no redirect (the request and its key would go elsewhere); set the upstream's address "
+        "to where it points.",
+        status=502,
+        code="upstream_redirect",
+    )
 
 
 def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:
