@@ -384,3 +384,33 @@ async def test_a_redirect_is_not_followed_so_the_request_and_its_key_go_nowhere_
         "follows no redirect (the request and its key would go elsewhere); set the upstream's address to where it points."
     )
     assert (error.status, error.code) == (502, "upstream_redirect")
+
+
+@pytest.mark.filterwarnings("ignore:Sending a large body directly:ResourceWarning")  # aiohttp's, past 1 MiB
+async def test_an_upstream_that_takes_none_of_the_request_is_given_up_on(closing: list[HttpEndpoint]) -> None:
+    """An upstream that accepts the connection and never reads: a body larger than the
+    sockets' buffers cannot be sent, and aiohttp bounds no sending. The request is given
+    the connect and read timeouts and its body's time to send, then fails, not retried."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+        await reader.read(0)  # and nothing more, until the client goes
+
+    server = await asyncio.start_server(never_read, "127.0.0.1", 0, limit=1024)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        silent = endpoint(closing, f"http://127.0.0.1:{port}", timeout=0.5, connect_timeout=0.5, min_send_rate=10**9,
+                          retry=RetryPolicy(attempts=3, backoff_seconds=0.0))
+        body = b"x" * (32 * 2**20)
+        async with asyncio.timeout(30):
+            error = await failure(silent.post(body))
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+    assert error.message == (
+        f"The upstream at http://127.0.0.1:{port} did not take the request ({len(body)} bytes) and answer it within 1 s "
+        "(the connect and read timeouts, and the time to send the body at the slowest rate allowed)."
+    )
+    assert (error.status, error.code, len(accepted)) == (504, "upstream_timeout", 1)

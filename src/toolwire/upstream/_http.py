@@ -84,9 +84,12 @@ class HttpEndpoint:
         headers: Mapping[str, str] | None = None,
         check_path: str = "/models",
         limits: UpstreamLimits | None = None,
+        min_send_rate: float = 1024 * 1024,
     ) -> None:
         """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
-        ``check`` GETs under ``base_url``."""
+        ``check`` GETs under ``base_url``. A request, from its connect to its answer's
+        head, is given ``connect_timeout`` and ``timeout`` and its body's time to send at
+        ``min_send_rate`` bytes per second."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
         self._where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
@@ -95,6 +98,8 @@ class HttpEndpoint:
                 f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
             )
         self.read_timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._min_send_rate = min_send_rate
         self._url = self.base_url + path
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
         self._headers.update(headers or {})
@@ -133,14 +138,22 @@ class HttpEndpoint:
         """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
         attempt = 0
         while True:
+            # aiohttp bounds the connect and each read, not the sending: an upstream that
+            # takes none of a body larger than the sockets' buffers would hold it forever.
+            allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_send_rate
+            bound = asyncio.timeout(allowed)
             try:
-                response = await self._client().post(
-                    self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
-                )
+                async with bound:
+                    response = await self._client().post(
+                        self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
+                    )
             except aiohttp.ConnectionTimeoutError as exc:
                 error, retryable = connect_error(self._where, exc), True
             except TimeoutError as exc:
-                error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
+                if bound.expired():
+                    error, retryable = _unsent_error(self._where, allowed, len(body), exc), False
+                else:
+                    error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
             except aiohttp.ClientResponseError as exc:  # its head arrived, and cannot be read
                 error, retryable = _unreadable_answer(self._where, exc), False
             except (aiohttp.ClientError, OSError) as exc:
@@ -713,6 +726,17 @@ def _redirect_error(url: str, response: aiohttp.ClientResponse) -> UpstreamError
         status=502,
         code="upstream_redirect",
     )
+
+
+def _unsent_error(url: str, allowed: float, size: int, exc: BaseException) -> UpstreamError:
+    error = UpstreamError(
+        f"The upstream at {url} did not take the request ({size} bytes) and answer it within {allowed:.0f} s "
+        "(the connect and read timeouts, and the time to send the body at the slowest rate allowed).",
+        status=504,
+        code="upstream_timeout",
+    )
+    error.__cause__ = exc
+    return error
 
 
 def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:
