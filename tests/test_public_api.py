@@ -73,6 +73,7 @@ PROTOCOL_ALL = [
     "UnknownItem",
     "UnknownPart",
     "WebSearchCallItem",
+    "WholeAnswer",
     "WireModel",
     "dump_item",
     "encode_event",

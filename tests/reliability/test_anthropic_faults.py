@@ -161,7 +161,7 @@ def test_an_error_event_fails_the_response_with_its_message(faulty: GatewayProce
 RAW_FAULTS: dict[str, tuple[list[bytes], str]] = {
     "unparseable data": ([START, b'event: content_block_delta\ndata: {"type": "content\n\n'], "unparseable"),
     "data that is not an object": ([START, b"event: ping\ndata: [1, 2]\n\n"], "not an object"),
-    "an HTML page with status 200": ([b"<html><body>Gateway login required</body></html>"], ""),
+    "an HTML page with status 200": ([b"<html><body>Gateway login required</body></html>"], 'an HTML page ("Gateway login required")'),
     "nothing at all": ([], ""),
     "only pings": ([event("ping"), event("ping")], ""),
     "cut before message_delta": ([START, *TEXT], "ended before it finished"),

@@ -211,7 +211,7 @@ RAW_FAULTS: dict[str, tuple[list[bytes], str]] = {
     "unparseable data": ([chunk(role="assistant", content="Hel"), b'data: {"choices": [{"delta": \n\n', DONE], "unparseable"),
     "data that is not an object": ([chunk(role="assistant", content="Hel"), b"data: [1, 2, 3]\n\n", DONE], "not an object"),
     "unparseable first event": ([b"data: <html>oops</html>\n\n"], "unparseable"),
-    "an HTML page with status 200": ([b"<html><body>Gateway login required</body></html>"], ""),
+    "an HTML page with status 200": ([b"<html><body>Gateway login required</body></html>"], 'an HTML page ("Gateway login required")'),
     "nothing at all": ([], ""),
     "only [DONE]": ([DONE], ""),
 }

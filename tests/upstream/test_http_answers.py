@@ -133,7 +133,7 @@ async def test_a_5xx_is_retried_up_to_the_attempts_then_passed_on(endpoint: Http
         ({"error": "ollama says no"}, None, "ollama says no"),
         ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, None, "Overloaded"),
         ([{"message": "in a list"}], None, "[{'message': 'in a list'}]"),
-        ("<html><body>Bad gateway</body></html>\n", "text/html", "<html><body>Bad gateway</body></html>"),
+        ("<html><body>Bad gateway</body></html>\n", "text/html", 'The upstream at {url} answered HTTP 418 I\'m a Teapot with an HTML page ("Bad gateway").'),
         ("", None, "The upstream answered HTTP 418 I'm a Teapot."),
         ({"error": {"message": ""}}, None, "The upstream answered HTTP 418 I'm a Teapot."),
         (17, None, "17"),
@@ -146,7 +146,7 @@ async def test_the_message_of_each_kind_of_error_body(
     reply = HttpError(418, orjson.dumps(body).decode() if isinstance(body, int) else body, headers=headers)
     upstream.enqueue(reply)
     error = await failure(endpoint.post_for_json(BODY))
-    assert (error.message, error.status, error.code, error.param) == (message, 418, None, None)
+    assert (error.message, error.status, error.code, error.param) == (message.replace("{url}", upstream.base_url), 418, None, None)
     expected_type = "overloaded_error" if isinstance(body, dict) and body.get("type") == "error" else "invalid_request_error"
     assert error.error_type == expected_type
 

@@ -414,3 +414,39 @@ async def test_an_upstream_that_takes_none_of_the_request_is_given_up_on(closing
         "(the connect and read timeouts, and the time to send the body at the slowest rate allowed)."
     )
     assert (error.status, error.code, len(accepted)) == (504, "upstream_timeout", 1)
+
+
+WEB_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title> Open WebUI </title><style>body { color: red }</style>"
+    b"<script>if (a < b) { load() }</script></head><body><!-- the app --><p>Sign\n   in</p>" + b"<i>x</i>" * 500 + b"</body></html>\n"
+)
+
+
+@pytest.mark.parametrize("status", [200, 404])
+@pytest.mark.parametrize("streamed", [True, False])
+@pytest.mark.parametrize(
+    ("page", "named"),
+    [(WEB_PAGE, ' ("' + ("Open WebUI Sign in " + " ".join(["x"] * 500))[:200] + '")'), (b"\n<html><body><h1>Not\n Found</h1></body></html>", ' ("Not Found")'), (b"<html></html>", "")],
+)
+async def test_a_web_page_instead_of_the_api_is_named_not_passed_on(
+    closing: list[HttpEndpoint], status: int, streamed: bool, page: bytes, named: str
+) -> None:
+    """A base URL that reaches a web page (a UI in front of the API, a path without /v1):
+    the error names the page and asks whether the address is right, instead of passing
+    the page's HTML on as the upstream's message (a 404) or failing as a stream that ended
+    early, or a body that is not JSON (a 200)."""
+    head = b"HTTP/1.1 %d Whatever\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n" % (status, len(page))
+    async with raw_upstream([head + page]) as url:
+        reaching = endpoint(closing, url)
+        if streamed:
+            with pytest.raises(UpstreamError) as raised:
+                async with reaching.stream(BODY, parse_json_object) as batches:
+                    [batch async for batch in batches]
+            error = raised.value
+        else:
+            error = await failure(reaching.post_for_json(BODY))
+    what = f"answered HTTP 404 Whatever with an HTML page{named}" if status == 404 else (
+        f"answered a streamed request with an HTML page{named}" if streamed else f"answered with an HTML page{named}"
+    )
+    assert error.message == f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
+    assert error.status == (404 if status == 404 else 502)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -92,7 +93,8 @@ class HttpEndpoint:
         ``min_send_rate`` bytes per second."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
-        self._where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
+        self.where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
+        """Where requests go, for messages: the address without credentials, and the proxy, if any."""
         if api_key and self.display_url != self.base_url:
             raise ValueError(
                 f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
@@ -148,23 +150,23 @@ class HttpEndpoint:
                         self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
                     )
             except aiohttp.ConnectionTimeoutError as exc:
-                error, retryable = connect_error(self._where, exc), True
+                error, retryable = connect_error(self.where, exc), True
             except TimeoutError as exc:
                 if bound.expired():
-                    error, retryable = _unsent_error(self._where, allowed, len(body), exc), False
+                    error, retryable = _unsent_error(self.where, allowed, len(body), exc), False
                 else:
-                    error, retryable = _first_byte_timeout(self._where, self.read_timeout, exc), False
+                    error, retryable = _first_byte_timeout(self.where, self.read_timeout, exc), False
             except aiohttp.ClientResponseError as exc:  # its head arrived, and cannot be read
-                error, retryable = _unreadable_answer(self._where, exc), False
+                error, retryable = _unreadable_answer(self.where, exc), False
             except (aiohttp.ClientError, OSError) as exc:
-                error, retryable = connect_error(self._where, exc), True
+                error, retryable = connect_error(self.where, exc), True
             else:
                 if response.status < 300:
                     return response
                 if response.status < 400:
-                    error, retryable = _redirect_error(self._where, response), False
+                    error, retryable = _redirect_error(self.where, response), False
                 else:
-                    error, retryable = await _status_error(response), response.status >= 500
+                    error, retryable = await _status_error(self.where, response), response.status >= 500
             if not retryable or attempt + 1 >= self._retry.attempts:
                 raise error
             await asyncio.sleep(self._retry.delay(attempt))
@@ -186,6 +188,9 @@ class HttpEndpoint:
         try:
             answer = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
+            page = _web_page(raw, response.content_type)
+            if page is not None:
+                raise UpstreamProtocolError(_not_the_api(self.where, f"answered with {page}")) from exc
             raise UpstreamProtocolError("The upstream answered with a body that is not JSON.") from exc
         if not isinstance(answer, dict):
             raise UpstreamProtocolError("The upstream answered with JSON that is not an object.")
@@ -223,7 +228,7 @@ class HttpEndpoint:
             ) as response:
                 await read_prefix(response)
         except BODY_READ_ERRORS as exc:
-            raise connect_error(self._where, exc) from exc
+            raise connect_error(self.where, exc) from exc
 
 
 def parse_json_object(data: str) -> JSON:
@@ -285,6 +290,7 @@ class OpenStream:
             self._is_terminal,
             endpoint.limits,
             PlainContentFrames() if self._plain_chunks else None,
+            endpoint.where,
         )
         return self._batches
 
@@ -390,8 +396,10 @@ class SSEBatches:
         is_terminal: Callable[[JSON], bool] | None = None,
         limits: UpstreamLimits | None = None,
         frames: PlainContentFrames | None = None,
+        where: str = "",
     ) -> None:
         self._response = response
+        self._where = where  # for messages (else the response's URL)
         self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
         self._parse = parse
@@ -442,6 +450,10 @@ class SSEBatches:
                         self.ended_cleanly = True
                         yield [whole]
                         return
+                    if begun.startswith(b"<"):  # nor so: a web page
+                        where = self._where or without_credentials(str(self._response.url))
+                        page = _web_page(begun, "text/html")
+                        raise UpstreamProtocolError(_not_the_api(where, f"answered a streamed request with {page}"))
                 if frames is not None:
                     batch = self._read_frames(data, decoder, frames)
                 else:
@@ -627,17 +639,25 @@ def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
     return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
 
 
-async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
-    """The upstream's error answer, with its own message, as an UpstreamError."""
+async def _status_error(url: str, response: aiohttp.ClientResponse) -> UpstreamError:
+    """The upstream's error answer, with its own message, as an UpstreamError; a web page
+    instead of an API's error is named, not passed on (the address is likely wrong)."""
     try:
         raw = await read_prefix(response)
     except BODY_READ_ERRORS:
         raw = b""
     finally:
         _release_or_close(response)
-    message, error_type, code, param = _error_fields(raw)
+    status_line = f"HTTP {response.status} {response.reason or ''}".strip()
+    page = _web_page(raw, response.content_type)
+    if page is not None:  # a web server's page, not the API's error: at 404 or 405, likely the wrong address
+        what = f"answered {status_line} with {page}"
+        message = _not_the_api(url, what) if response.status in (404, 405) else f"The upstream at {url} {what}."
+        error_type = code = param = None
+    else:
+        message, error_type, code, param = _error_fields(raw)
     if not message:
-        message = f"The upstream answered HTTP {response.status} {response.reason or ''}".strip() + "."
+        message = f"The upstream answered {status_line}."
     return UpstreamError(
         message,
         status=_client_status(response.status),
@@ -647,6 +667,24 @@ async def _status_error(response: aiohttp.ClientResponse) -> UpstreamError:
         error_type=error_type or ("server_error" if response.status >= 500 else "invalid_request_error"),
         retry_after=response.headers.get("retry-after"),
     )
+
+
+_UNSEEN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _web_page(raw: bytes, content_type: str) -> str | None:
+    """``an HTML page ("its words")`` (the text a browser would show, title first, cut at
+    200 characters) when ``raw`` is one, else None."""
+    if content_type != "text/html" and raw.lstrip()[:1] != b"<":
+        return None
+    text = _TAG.sub(" ", _UNSEEN.sub(" ", raw[:16384].decode("utf-8", "replace")))
+    said = " ".join(text.split())[:200]
+    return f'an HTML page ("{said}")' if said else "an HTML page"
+
+
+def _not_the_api(url: str, what: str) -> str:
+    return f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
 
 
 def _client_status(upstream_status: int) -> int:
