@@ -20,6 +20,7 @@ from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
 from tests.support.forward_proxy import ForwardProxy
 from tests.support.hanging import hanging_port
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
+from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
 from toolwire.upstream._http import parse_json_object
 
@@ -422,11 +423,16 @@ WEB_PAGE = (
 )
 
 
-@pytest.mark.parametrize("status", [200, 404])
+@pytest.mark.parametrize("status", [200, 404, 405])
 @pytest.mark.parametrize("streamed", [True, False])
 @pytest.mark.parametrize(
     ("page", "named"),
-    [(WEB_PAGE, ' ("' + ("Open WebUI Sign in " + " ".join(["x"] * 500))[:200] + '")'), (b"\n<html><body><h1>Not\n Found</h1></body></html>", ' ("Not Found")'), (b"<html></html>", "")],
+    [
+        (WEB_PAGE, ' ("' + ("Open WebUI Sign in " + " ".join(["x"] * 500))[:200] + '")'),
+        (b"\n<html><body><h1>Not\n Caf\xe9</h1></body></html>", ' ("Not Caf\ufffd")'),  # not UTF-8: read as far as it goes
+        (b"<html></html>", ""),
+        (b"Sign in first", ' ("Sign in first")'),  # no markup, but it says it is HTML
+    ],
 )
 async def test_a_web_page_instead_of_the_api_is_named_not_passed_on(
     closing: list[HttpEndpoint], status: int, streamed: bool, page: bytes, named: str
@@ -445,8 +451,65 @@ async def test_a_web_page_instead_of_the_api_is_named_not_passed_on(
             error = raised.value
         else:
             error = await failure(reaching.post_for_json(BODY))
-    what = f"answered HTTP 404 Whatever with an HTML page{named}" if status == 404 else (
+    what = f"answered HTTP {status} Whatever with an HTML page{named}" if status != 200 else (
         f"answered a streamed request with an HTML page{named}" if streamed else f"answered with an HTML page{named}"
     )
     assert error.message == f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
-    assert error.status == (404 if status == 404 else 502)
+    assert error.status == (502 if status == 200 else status)
+
+
+async def test_a_server_error_page_keeps_its_words_without_asking_for_the_address(closing: list[HttpEndpoint]) -> None:
+    page = b"<html><head><title>502 Bad Gateway</title></head><body><center>nginx</center></body></html>"
+    head = b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page)
+    async with raw_upstream(*[[head + page]] * 3) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == f'The upstream at {url} answered HTTP 502 Bad Gateway with an HTML page ("502 Bad Gateway nginx").'
+
+
+@pytest.mark.parametrize(
+    ("location", "shown"),
+    [
+        (None, "nowhere it says"),
+        (b"https://user:secret@elsewhere.example/v1/chat/completions", "https://elsewhere.example/v1/chat/completions"),
+        (b"https://elsewhere.example/" + b"a" * 600, "https://elsewhere.example/" + "a" * 474),
+    ],
+)
+async def test_where_a_redirect_points_is_said_without_credentials_and_bounded(
+    closing: list[HttpEndpoint], location: bytes | None, shown: str
+) -> None:
+    moved = b"HTTP/1.1 307 Moved\r\n" + (b"Location: " + location + b"\r\n" if location else b"") + b"Content-Length: 0\r\n\r\n"
+    async with raw_upstream([moved]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert f"answered HTTP 307, redirecting to {shown}: the gateway follows no redirect" in error.message
+    assert "secret" not in error.message
+
+
+@pytest.mark.parametrize("size", ["at the bound", "a byte over it"])
+async def test_a_whole_answer_to_a_streamed_request_read_over_several_reads(closing: list[HttpEndpoint], size: str) -> None:
+    """Its pieces arrive apart (each read waited for, as a stream's), the whole bounded by
+    ``upstream_max_body_bytes``: as large as the bound is read, a byte more is refused."""
+    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "x" * 300}}]})
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (len(whole) + 2)
+    answer = [head, b"\r\n", 0.05, whole[:7], 0.05, whole[7:200], 0.05, whole[200:]]
+    bound = len(whole) - (size == "a byte over it")  # (the blank line before it is no part of it)
+    async with raw_upstream(answer) as url:
+        reading = endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=bound))
+        if size == "a byte over it":
+            with pytest.raises(UpstreamLimitError):
+                async with reading.stream(BODY, parse_json_object) as batches:
+                    [batch async for batch in batches]
+            return
+        async with reading.stream(BODY, parse_json_object) as batches:
+            read = [batch async for batch in batches]
+    assert len(read) == 1 and len(read[0]) == 1
+    [answered] = read[0]
+    assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole) and batches.ended_cleanly
+
+
+async def test_a_whole_answer_that_stops_coming_stalls(closing: list[HttpEndpoint]) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    async with raw_upstream([head, b'{"id": ', HOLD]) as url:
+        with pytest.raises(UpstreamError) as stalled:
+            async with endpoint(closing, url, timeout=0.3).stream(BODY, parse_json_object) as batches:
+                [batch async for batch in batches]
+    assert stalled.value.message == "The upstream stream stalled for more than 0.3 s."

@@ -40,6 +40,8 @@ class _Content:
 
 
 class _Response:
+    content_type = "text/event-stream"
+
     def __init__(self, reads: list[bytes]) -> None:
         self.content = _Content(reads)
 

@@ -450,9 +450,9 @@ class SSEBatches:
                         self.ended_cleanly = True
                         yield [whole]
                         return
-                    if begun.startswith(b"<"):  # nor so: a web page
+                    page = _web_page(begun, self._response.content_type) if begun else None
+                    if page is not None:  # nor so (or it says it is one): a web page
                         where = self._where or without_credentials(str(self._response.url))
-                        page = _web_page(begun, "text/html")
                         raise UpstreamProtocolError(_not_the_api(where, f"answered a streamed request with {page}"))
                 if frames is not None:
                     batch = self._read_frames(data, decoder, frames)
@@ -495,13 +495,11 @@ class SSEBatches:
         if size > limits.max_body_bytes:
             raise limits.body_error()
         try:
-            answer = orjson.loads(b"".join(pieces))
+            answer: JSON = orjson.loads(b"".join(pieces))  # an object: it begins with {
         except orjson.JSONDecodeError:
             raise UpstreamProtocolError(
                 "The upstream answered a streamed request with a body that is neither an event stream nor JSON."
             ) from None
-        if not isinstance(answer, dict):
-            raise UpstreamProtocolError("The upstream answered a streamed request with JSON that is not an object.")
         return WholeAnswer(answer)
 
     def _read_frames(self, data: bytes, decoder: SSEDecoder, frames: PlainContentFrames) -> list[StreamItem]:
