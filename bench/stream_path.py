@@ -80,6 +80,8 @@ class _Transport:
 class _Response:
     """The part of ``aiohttp.ClientResponse`` that ``SSEBatches`` reads."""
 
+    content_type = "text/event-stream"
+
     def __init__(self, content: aiohttp.StreamReader) -> None:
         self.content = content
 

@@ -66,6 +66,11 @@ class RetryPolicy:
         return float(min(self.backoff_seconds * 2.0**attempt, self.max_backoff_seconds))
 
 
+_SENT_AT_ONCE = 64 * 1024
+"""A request body this small goes out in one write, taken by the kernel at once (aiohttp
+waits for its buffer to drain only past 64 KiB); a larger one's sending is bounded."""
+
+
 class HttpEndpoint:
     """``POST {base_url}{path}`` over pooled keep-alive connections."""
 
@@ -142,8 +147,10 @@ class HttpEndpoint:
         while True:
             # aiohttp bounds the connect and each read, not the sending: an upstream that
             # takes none of a body larger than the sockets' buffers would hold it forever.
+            # A body the kernel takes at once (up to aiohttp's write buffer) needs no bound
+            # (and no timer: about 1.5 % of a short request's instructions).
             allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_send_rate
-            bound = asyncio.timeout(allowed)
+            bound = asyncio.timeout(allowed if len(body) > _SENT_AT_ONCE else None)
             try:
                 async with bound:
                     response = await self._client().post(
