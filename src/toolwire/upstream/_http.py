@@ -148,7 +148,7 @@ class HttpEndpoint:
             # aiohttp bounds the connect and each read, not the sending: an upstream that
             # takes none of a body larger than the sockets' buffers would hold it forever.
             # A body the kernel takes at once (up to aiohttp's write buffer) needs no bound
-            # (and no timer: about 1.5 % of a short request's instructions).
+            # (and no timer: 0.4-0.8 % of a short request's instructions, bench/RESULTS.md 2026-12-06).
             allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_send_rate
             bound = asyncio.timeout(allowed if len(body) > _SENT_AT_ONCE else None)
             try:
