@@ -22,7 +22,7 @@ from tests.support.hanging import hanging_port
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
-from toolwire.upstream._http import parse_json_object
+from toolwire.upstream._http import StreamStalled, parse_json_object
 
 from .raw_upstream import HOLD, raw_upstream
 
@@ -513,3 +513,44 @@ async def test_a_whole_answer_that_stops_coming_stalls(closing: list[HttpEndpoin
             async with endpoint(closing, url, timeout=0.3).stream(BODY, parse_json_object) as batches:
                 [batch async for batch in batches]
     assert stalled.value.message == "The upstream stream stalled for more than 0.3 s."
+
+
+STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+
+async def test_a_stream_kept_alive_with_nothing_else_ends_after_the_read_timeout(closing: list[HttpEndpoint]) -> None:
+    """An SSE server's keep-alive comments are bytes, not an answer: a stream of nothing
+    else, one every 0.1 s, would never have stalled; it ends once the read timeout passes
+    with no event heard, and says why."""
+    pings = [piece for _ in range(40) for piece in (b": ping\n\n", 0.1)]
+    async with raw_upstream([STREAM_HEAD, b'data: {"n": 1}\n\n', *pings]) as url:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(UpstreamError) as ended:
+            async with endpoint(closing, url, timeout=0.5).stream(BODY, parse_json_object) as batches:
+                [batch async for batch in batches]
+        waited = loop.time() - started
+    assert ended.value.message == (
+        "The upstream stream brought no event for more than 0.5 s (only keep-alive comments, or an event that never ended)."
+    )
+    assert ended.value.code == "upstream_timeout"
+    assert isinstance(ended.value.__cause__, StreamStalled) and ended.value.__cause__.kept_alive
+    assert 0.45 <= waited < 2.0, waited  # at the timeout, not at the stream's end 4 s on
+
+
+async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list[HttpEndpoint]) -> None:
+    """Each event heard restarts the count: a stream three times as long as the read timeout,
+    an event every 0.3 s among keep-alives, is read to its end; so is a whole answer that
+    comes in pieces over longer than the timeout, each piece in time."""
+    events = [p for n in range(8) for p in (b": ping\n\n", 0.15, b'data: {"n": %d}\n\n' % n, 0.15)]
+    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "x" * 300}}]})
+    pieces = [p for start in range(0, len(whole), 60) for p in (whole[start : start + 60], 0.2)]
+    json_head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(whole)
+    async with raw_upstream([STREAM_HEAD, *events, b"data: [DONE]\n\n"], [json_head, *pieces]) as url:
+        reading = endpoint(closing, url, timeout=0.5)
+        async with reading.stream(BODY, parse_json_object) as batches:
+            streamed = [item async for batch in batches for item in batch]
+        assert streamed == [{"n": n} for n in range(8)] and batches.ended_cleanly
+        async with reading.stream(BODY, parse_json_object) as batches:
+            [[answered]] = [batch async for batch in batches]
+    assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)

@@ -59,7 +59,7 @@ def serve(
     ] = False,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest request body accepted (413 above) [32 MiB].")] = None,
     upstream_timeout: Annotated[
-        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), or between reads [300].")
+        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), between reads, or for an event among keep-alives [300].")
     ] = None,
     upstream_retries: Annotated[
         int | None, typer.Option(help="Attempts for a failed connect or a 5xx before anything streamed [3].")

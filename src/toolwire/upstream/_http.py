@@ -467,6 +467,7 @@ class SSEBatches:
                     batch = self._parse_all(decoder.feed_data(data))
                 if batch:
                     yield batch
+                    stall.heard = clock()  # after the batch is taken: a slow client's time is not the upstream's
                 if self.ended_cleanly:
                     return
             batch = self._parse_all(decoder.flush_data())
@@ -497,6 +498,7 @@ class SSEBatches:
             stall.waiting_since = None
             if not data:
                 break
+            stall.heard = clock()  # each piece of the answer is the upstream answering
             pieces.append(data)
             size += len(data)
         if size > limits.max_body_bytes:
@@ -550,7 +552,12 @@ class SSEBatches:
 
 
 class StreamStalled(TimeoutError):
-    """No byte of a streamed body came for the read timeout while the gateway waited for one."""
+    """No byte of a streamed body came for the read timeout while the gateway waited for one;
+    or, ``kept_alive``, nothing but comments and blank lines (an SSE server's keep-alives)."""
+
+    def __init__(self, *, kept_alive: bool = False) -> None:
+        super().__init__()
+        self.kept_alive = kept_alive
 
 
 class StallWatch:
@@ -565,9 +572,14 @@ class StallWatch:
     with ``StreamStalled`` (through ``StreamReader.set_exception``, as aiohttp's own
     timer does). Only the gateway's waiting counts: while the client is slow to take
     the answer, the reader is not waiting and nothing can stall.
+
+    Bytes alone are not an answer: a server that sends only keep-alive comments (``:
+    ping``) would hold the stream open for ever. So the reader also says when it last
+    heard something of the answer (``heard``: an event, a piece of a whole answer); a wait
+    that finds nothing heard for the timeout ends the read too, told as kept alive only.
     """
 
-    __slots__ = ("_content", "_handle", "_loop", "_timeout", "clock", "waiting_since")
+    __slots__ = ("_content", "_handle", "_loop", "_timeout", "clock", "heard", "waiting_since")
 
     def __init__(self, content: aiohttp.StreamReader, timeout: float) -> None:
         self._content = content
@@ -575,17 +587,22 @@ class StallWatch:
         self._loop = asyncio.get_running_loop()
         self.clock = self._loop.time
         self.waiting_since: float | None = None
+        self.heard = self.clock()
         self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._look)
 
     def _look(self) -> None:
         since, now = self.waiting_since, self._loop.time()
-        if since is not None and now - since >= self._timeout:
-            self._handle = None
-            self._content.set_exception(StreamStalled())
+        if since is not None:
+            # While it waits, it has heard nothing since ``heard`` (never later than ``since``).
+            if now - self.heard >= self._timeout:
+                self._handle = None
+                self._content.set_exception(StreamStalled(kept_alive=now - since < self._timeout))
+                return
+            # Look again when nothing heard would reach the timeout.
+            self._handle = self._loop.call_at(self.heard + self._timeout, self._look)
             return
-        # Waiting, not for long enough: look again when this wait would reach the timeout.
         # Not waiting: no wait can reach it before one timeout from now.
-        self._handle = self._loop.call_at((now if since is None else since) + self._timeout, self._look)
+        self._handle = self._loop.call_at(now + self._timeout, self._look)
 
     def stop(self) -> None:
         if self._handle is not None:
@@ -635,6 +652,12 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
 def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
     """What a failure while reading a streamed body means: a stall, a cut, a body that is
     not HTTP, or a broken stream."""
+    if isinstance(exc, StreamStalled) and exc.kept_alive:
+        return UpstreamError(
+            f"The upstream stream brought no event for more than {timeout:g} s"
+            " (only keep-alive comments, or an event that never ended).",
+            code="upstream_timeout",
+        )
     if isinstance(exc, TimeoutError):
         return UpstreamError(f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout")
     if (fault := _body_fault(exc)) is not None:
