@@ -82,6 +82,7 @@ PROTOCOL_ALL = [
     "parse_item",
     "parse_request",
     "plain_content",
+    "response_as_events",
     "token_count",
 ]
 

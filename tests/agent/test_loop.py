@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.responses_upstream import Events, HttpError, ResponsesUpstream
+from tests.support.responses_upstream import Events, HttpError, ResponsesUpstream, Whole
 from toolwire.agent import (
     AgentEvent,
     AgentLoop,
@@ -24,6 +24,7 @@ from toolwire.agent import (
     custom_tool_call,
     function_call,
     register_tool,
+    response_events,
 )
 from toolwire.errors import UpstreamError
 from toolwire.protocol import FunctionTool
@@ -199,6 +200,31 @@ async def test_an_error_status_ends_the_run_with_the_servers_message(
         with pytest.raises(UpstreamError, match=r"answered 400: Invalid 'input\[0\]'") as caught:
             await agent(client, full_access).run("go")
     assert caught.value.status == 400
+
+
+def whole(reply: ScriptedResponse) -> Whole:
+    """``reply`` as a server that ignores ``stream`` answers it: the Response, whole."""
+    return Whole(response_events(reply)[-1]["response"])
+
+
+async def test_a_server_that_answers_whole_instead_of_streaming_is_read_as_its_stream(
+    server: ResponsesUpstream, full_access: ToolContext
+) -> None:
+    """Its calls run and their outputs go back as after a stream; an error object in place
+    of the Response ends the run with the server's message."""
+    server.enqueue(
+        whole(ScriptedResponse([custom_tool_call("apply_patch", ADD_HELLO, "call_custom")])),
+        whole(ScriptedResponse([assistant_message("Written.")])),
+        Whole({"error": {"message": "model not loaded", "code": "model_not_found"}}),
+    )
+    async with HttpResponsesClient(server.base_url) as client:
+        result = await agent(client, full_access).run("write hello.txt")
+        assert (result.answer, result.turns) == ("Written.", 2)
+        assert (full_access.cwd / "hello.txt").read_text() == "hello world\n"
+        [output] = [item for item in server.bodies[1]["input"] if item["type"] == "custom_tool_call_output"]
+        assert output["call_id"] == "call_custom" and output["output"].startswith("Success.")
+        with pytest.raises(UpstreamError, match="The response failed: model not loaded"):
+            await agent(client, full_access).run("again")
 
 
 async def test_max_turns_stops_a_model_that_never_answers(full_access: ToolContext) -> None:

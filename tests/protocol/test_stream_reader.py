@@ -154,3 +154,63 @@ def test_a_reader_has_no_status_before_its_terminal_event() -> None:
     assert (reader.status, reader.finished) == (None, False)
     reader.feed(stream[: ends[-2]])
     assert (reader.status, reader.response, reader.finished) == (None, None, False)
+
+
+def whole_response() -> dict[str, Any]:
+    """The reference stream's Response, whole, as a server that ignored ``stream`` sends it."""
+    response = reference_events()[-1]["response"]
+    assert response["status"] == "completed" and len(response["output"]) == 4
+    return dict(response)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 50])
+def test_a_whole_response_instead_of_a_stream_is_read_as_its_stream(chunk_size: int | None) -> None:
+    """A body beginning with ``{`` (after blank bytes, even ones fed alone) is no event
+    stream: nothing comes of it until it ends, then every item, in order, and the terminal
+    event its status names, as the stream would have carried them."""
+    answer = whole_response()
+    reader = ResponseStreamReader()
+    assert reader.feed(b"\n ") == []
+    body = orjson.dumps(answer)
+    size = chunk_size or len(body)
+    for start in range(0, len(body), size):
+        assert reader.feed(body[start : start + size]) == []
+    assert (reader.items, reader.finished) == ([], False)
+    events = reader.flush()
+    assert [dump_item(item) for item in reader.items] == answer["output"]
+    assert dump_item(reader.items[3]) == CUSTOM_CALL_ITEM
+    assert (reader.status, reader.response) == ("completed", answer)
+    assert [event["type"] for event in events][:2] == ["response.created", "response.output_item.added"]
+
+
+@pytest.mark.parametrize("status", ["incomplete", "failed"])
+def test_a_whole_response_that_did_not_complete_says_so(status: str) -> None:
+    answer = {**whole_response(), "status": status, "output": []}
+    reader = read(orjson.dumps(answer))
+    assert (reader.status, reader.response, reader.items) == (status, answer, [])
+
+
+def test_an_error_object_in_place_of_a_stream_fails_the_response_with_its_message() -> None:
+    reader = read(b'{"error": {"message": "model not found", "code": "model_not_found"}}')
+    assert reader.status == "failed" and reader.response is not None
+    assert reader.response["error"] == {"message": "model not found", "code": "model_not_found"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"id": "resp_1", "output": [', "neither an event stream nor JSON"),
+        (b'{"id": "resp_1", "status": "completed"}', "JSON that is neither a Response nor an error"),
+    ],
+)
+def test_a_body_that_is_neither_a_stream_nor_a_response(body: bytes, message: str) -> None:
+    reader = ResponseStreamReader()
+    reader.feed(body)
+    with pytest.raises(UpstreamProtocolError, match=message):
+        reader.flush()
+
+
+def test_a_malformed_item_in_a_whole_response_is_named_by_its_place() -> None:
+    answer = {**whole_response(), "output": [{**FUNCTION_CALL_ITEM, "arguments": {"cmd": "ls"}}]}
+    with pytest.raises(UpstreamProtocolError, match=r"response\.output\[0\]\.arguments"):
+        read(orjson.dumps(answer))

@@ -264,6 +264,30 @@ async def test_stream_bytes_gives_the_bytes_as_they_come(endpoint: HttpEndpoint,
                 pass
 
 
+@pytest.mark.parametrize("over", [0, 1], ids=["at the bound", "a byte over it"])
+async def test_stream_bytes_gives_as_many_as_the_stream_bound(upstream: ChatUpstream, over: int) -> None:
+    """A client decoding the bytes itself (the agent's) may keep what it decodes: the bytes
+    are bounded as a stream's, counted across reads, and past the bound the read fails."""
+    frames = sse(*[{"n": n} for n in range(50)])
+    upstream.enqueue(Raw(frames))
+    bound = len(b"".join(frames)) - over
+    tripped: list[str] = []
+    limits = UpstreamLimits(max_stream_bytes=bound, tripped=tripped.append)
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", limits=limits)
+    received: list[bytes] = []
+    try:
+        async with endpoint.stream_bytes(STREAMED) as chunks:
+            async for chunk in chunks:
+                received.append(chunk)
+    except UpstreamLimitError as exc:
+        assert over and exc.limit == "upstream_max_stream_bytes" and tripped == [exc.limit]
+        assert sum(map(len, received)) <= bound
+    else:
+        assert not over and b"".join(received) == b"".join(frames)
+    finally:
+        await endpoint.aclose()
+
+
 async def test_leaving_a_stream_early_closes_its_connection(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
     upstream.enqueue(Stall(1, seconds=30))
     async with endpoint.stream(STREAMED, parse_json_object) as batches:

@@ -69,6 +69,7 @@ from ._tools import (
 )
 from ._turn_fields import TurnFields
 from ._usage import MAX_TOKEN_COUNT, token_count
+from ._whole_response import response_as_events
 
 __all__ = [
     "EVENT_TYPES",
@@ -141,5 +142,6 @@ __all__ = [
     "parse_item",
     "parse_request",
     "plain_content",
+    "response_as_events",
     "token_count",
 ]

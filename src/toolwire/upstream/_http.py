@@ -218,11 +218,12 @@ class HttpEndpoint:
     @contextlib.asynccontextmanager
     async def stream_bytes(self, body: bytes) -> AsyncIterator[AsyncIterator[bytes]]:
         """POST ``body`` and yield the answer's bytes as they come (for a client that decodes
-        the stream itself); breaking, stalling or leaving is as for ``stream``."""
+        the stream itself), as many as ``limits.max_stream_bytes``; breaking, stalling or
+        leaving is as for ``stream``."""
         response = await self.post(body)
         del body
         try:
-            yield _bytes_of(response, self.read_timeout)
+            yield _bytes_of(response, self.read_timeout, self.limits)
         finally:
             response.close()
 
@@ -621,9 +622,15 @@ def _stop_socket_read_timer(response: aiohttp.ClientResponse) -> None:
         protocol.start_timeout()
 
 
-async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float) -> AsyncIterator[bytes]:
+async def _bytes_of(response: aiohttp.ClientResponse, read_timeout: float, limits: UpstreamLimits) -> AsyncIterator[bytes]:
+    """The body's bytes as they come, at most ``limits.max_stream_bytes`` of them in all
+    (its reader decodes them, and may keep what it decoded)."""
+    left = limits.max_stream_bytes
     try:
         async for chunk in response.content.iter_any():
+            left -= len(chunk)
+            if left < 0:
+                raise limits.stream_too_long_error()
             yield chunk
     except BODY_READ_ERRORS as exc:
         raise _stream_error(exc, read_timeout) from exc
