@@ -295,9 +295,14 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{value}"' for value in values) + "]"
 
 
-def run_mutmut(work: Path, jobs: int, budget: float | None = None, names: list[str] | None = None) -> float:
+def run_mutmut(
+    work: Path, jobs: int, budget: float | None = None, names: list[str] | None = None, *, again: bool = True
+) -> float:
     """Run mutmut in ``work`` (only the mutants ``names``, if given, whatever their verdicts
-    so far); past ``budget`` seconds stop it (its results so far are kept)."""
+    so far); past ``budget`` seconds stop it (its results so far are kept). When its first
+    run of the tests, unmutated, fails (mutmut then says only "Failed to run clean test"),
+    the same tests are run by pytest to show what failed, and mutmut is given one more try
+    (``again``) if they pass there: a test that fails only now and then."""
     mutmut = Path(sys.executable).parent / "mutmut"
     # The mutants first; scripts/ for the pytest plugin mutation_order.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(work / "mutants" / "src"), str(ROOT / "scripts")]))
@@ -312,10 +317,33 @@ def run_mutmut(work: Path, jobs: int, budget: float | None = None, names: list[s
         except subprocess.TimeoutExpired:
             stop_group(process)
             return time.monotonic() - started
+    seconds = time.monotonic() - started
     if returncode != 0:
         tail = (work / "mutmut.log").read_text(errors="replace")[-3000:]
+        if "Failed to run clean test" in tail:
+            passed, shown = clean_tests(work, env)
+            print(f"mutation: mutmut's run of the unmutated tests failed; the same tests by pytest:\n{shown}", flush=True)
+            left = None if budget is None else budget - seconds
+            if passed and again and (left is None or left > 0):
+                print("mutation: they passed there (a test that fails now and then): mutmut once more", flush=True)
+                return seconds + run_mutmut(work, jobs, left, names, again=False)
         raise SystemExit(f"mutmut failed ({returncode}); the end of {work}/mutmut.log:\n{tail}")
-    return time.monotonic() - started
+    return seconds
+
+
+def clean_tests(work: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """The tests mutmut runs in ``work``, unmutated, run by pytest: whether they passed, and
+    the end of what pytest said."""
+    settings = tomllib.loads((work / "pyproject.toml").read_text())["tool"]["mutmut"]
+    arguments = [*settings["pytest_add_cli_args_test_selection"], *settings["pytest_add_cli_args"], "-x", "-p", "no:randomly"]
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest", *arguments],
+            cwd=work / "mutants", env=env, capture_output=True, text=True, timeout=900,
+        )
+    except subprocess.TimeoutExpired:
+        return False, "(pytest did not finish within 900 s)"
+    return ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
 
 
 def stop_group(process: subprocess.Popen[bytes]) -> None:

@@ -196,18 +196,34 @@ def test_an_error_object_in_place_of_a_stream_fails_the_response_with_its_messag
     assert reader.response["error"] == {"message": "model not found", "code": "model_not_found"}
 
 
+def test_blank_bytes_before_a_whole_response_in_the_same_read() -> None:
+    answer = whole_response()
+    reader = read(b"\r\n \n" + orjson.dumps(answer))
+    assert (reader.status, len(reader.items)) == ("completed", 4)
+
+
+LONG = "x" * 300
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b'{"id": "resp_1", "output": [', "neither an event stream nor JSON"),
-        (b'{"id": "resp_1", "status": "completed"}', "JSON that is neither a Response nor an error"),
+        (b'{"id": "resp_1", "output": [', "The server answered a streamed request with a body that is neither an event stream nor JSON."),
+        (
+            orjson.dumps({"id": LONG, "status": "completed"}),
+            "The server answered a streamed request with JSON that is neither a Response nor an error: "
+            + repr(orjson.dumps({"id": LONG, "status": "completed"})[:200])
+            + ".",
+        ),
     ],
+    ids=["not JSON", "not a Response"],
 )
 def test_a_body_that_is_neither_a_stream_nor_a_response(body: bytes, message: str) -> None:
     reader = ResponseStreamReader()
     reader.feed(body)
-    with pytest.raises(UpstreamProtocolError, match=message):
+    with pytest.raises(UpstreamProtocolError) as refused:
         reader.flush()
+    assert refused.value.message == message
 
 
 def test_a_malformed_item_in_a_whole_response_is_named_by_its_place() -> None:
