@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.fixtures.codex.capture import tiny_png
@@ -32,10 +33,13 @@ from tests.support.chat_upstream import (
     ChatUpstream,
     Cut,
     HttpError,
+    Raw,
     Reply,
+    ReplyContext,
     Responder,
     Text,
     ToolCalls,
+    stream_payloads,
 )
 from tests.support.codex import CODEX_VERSION, SMOKE_CODEX_VERSIONS, CodexResult, run_codex
 from tests.support.gateway import GatewayProcess
@@ -330,6 +334,27 @@ def test_upstream_5xx_message_reaches_the_user(
     result = codex(gateway, V1, tmp_path)
     assert result.returncode != 0, report(result, upstream)
     assert "model overloaded: try later" in result.stdout + result.stderr, report(result, upstream)
+
+
+def test_a_model_server_reading_a_long_prompt_keeps_codex_waiting(
+    gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path
+) -> None:
+    """A model server pings (``: ping``, as llama.cpp does) while it reads a long prompt.
+    Codex's idle timer counts events, not comments: set to 20 s here, it would end this
+    turn, whose answer comes 28 s on, unless the gateway tells it ``response.in_progress``
+    (every 15 s while the upstream only pings). One request, answered: no retry, no error."""
+    frames = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in stream_payloads(Text(FINAL), ReplyContext())]
+    pings = [piece for _ in range(28) for piece in (b": ping\n\n", 1.0)]
+    upstream.enqueue(Raw([*pings, *frames, b"data: [DONE]\n\n"]))
+    result = run_codex(
+        base_url=gateway.base_url,
+        model=V1,
+        prompt="Say it.",
+        cwd=tmp_path,
+        provider_settings="stream_idle_timeout_ms = 20000",
+    )
+    assert result.returncode == 0 and result.last_message == FINAL, report(result, upstream)
+    assert len(upstream.chat_requests) == 1, report(result, upstream)
 
 
 def error_lines(result: CodexResult) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import orjson
 import pytest
 from starlette.exceptions import HTTPException
@@ -24,10 +25,12 @@ from tests.support.chat_upstream import (
     Cut,
     HttpError,
     Raw,
+    ReplyContext,
     Stall,
     StreamError,
     Text,
     ToolCalls,
+    stream_payloads,
 )
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.responses_upstream import ResponsesUpstream, answer, message
@@ -35,6 +38,7 @@ from tests.support.served import chat_config, gateway_app, gateway_client, servi
 from tests.support.waiting import until
 from toolwire.config import GatewayConfig, ServerConfig, UpstreamConfig
 from toolwire.server import GatewaySettings, build_router, create_app
+from toolwire.server import _answer as answer_module
 from toolwire.server import _pipeline as pipeline
 from toolwire.server._app import allow_header
 from toolwire.store import (
@@ -125,6 +129,60 @@ async def test_a_streamed_answer_is_framed_as_sse(upstream: ChatUpstream, exchan
     assert (line["stream"], line["outcome"]) == (True, "completed")
     assert line["tool_calls"] == [{"name": "apply_patch", "namespace": None, "type": "custom_tool_call"}]
     assert "custom apply_patch restored" in line["conversions"]
+
+
+def pinging_then(reply: Text, *, pings: int, every: float) -> Raw:
+    """A model server that reads a long prompt, pinging (``: ping`` comments), then answers."""
+    frames = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in stream_payloads(reply, ReplyContext())]
+    waiting = [piece for _ in range(pings) for piece in (b": ping\n\n", every)]
+    return Raw([*waiting, *frames, b"data: [DONE]\n\n"])
+
+
+async def test_while_the_upstream_only_pings_the_client_hears_the_response_is_in_progress(
+    upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's idle timer counts events, not SSE comments: while the upstream only pings,
+    the client is told ``response.in_progress`` (at most every ``KEEP_ALIVE_EVERY``), as
+    soon as each ping comes, within the stream's numbering, and past the read timeout
+    (the pings keep the stream alive; the keep-alive bound is the longer one)."""
+    monkeypatch.setattr(answer_module, "KEEP_ALIVE_EVERY", 0.2)
+    upstream.enqueue(pinging_then(Text("Hi there."), pings=5, every=0.3))
+    arrived: list[tuple[float, JSON]] = []
+    async with gateway_client(chat_config(upstream.base_url, upstream_timeout=0.5)) as client:
+        started = time.monotonic()
+        async with client.stream("POST", "/v1/responses", json={"model": "m", "input": "go", "stream": True}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    arrived.append((time.monotonic() - started, orjson.loads(line[6:])))
+    events = [event for _, event in arrived]
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    kinds = [event["type"] for event in events]
+    first_item = kinds.index("response.output_item.added")
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    beats = kinds[2:first_item]
+    assert 3 <= len(beats) <= 5 and set(beats) == {"response.in_progress"}, kinds
+    created = events[0]["response"]
+    for beat in events[2:first_item]:
+        assert beat["response"] == {**created, "output": [], "status": "in_progress"}
+    # each told as its ping came, long before the answer (pings 0.3 s apart, 1.5 s in all)
+    assert arrived[first_item][0] - arrived[2][0] >= 0.6
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Hi there."
+
+
+async def test_the_sdk_in_strict_mode_takes_a_stream_told_alive(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The openai SDK's stream helper checks each lifecycle event's identity and output:
+    repeated ``response.in_progress`` events, output empty, pass it."""
+    monkeypatch.setattr(answer_module, "KEEP_ALIVE_EVERY", 0.0)
+    upstream.enqueue(pinging_then(Text("Still here."), pings=3, every=0.2))
+    async with serving(gateway_app(chat_config(upstream.base_url))) as url:
+        sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", _strict_response_validation=True, max_retries=0)
+        async with sdk.responses.stream(model="m", input="go") as stream:
+            kinds = [event.type async for event in stream]
+            final = await stream.get_final_response()
+        await sdk.close()
+    assert kinds.count("response.in_progress") >= 3
+    assert final.output_text == "Still here." and final.status == "completed"
 
 
 async def test_configured_models_and_the_default_upstream(upstream: ChatUpstream) -> None:

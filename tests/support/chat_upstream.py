@@ -191,14 +191,15 @@ class Stall:
 
 @dataclass(frozen=True)
 class Raw:
-    """Exact bytes: each element is written verbatim, in its own write.
+    """Exact bytes: each element is written verbatim, in its own write (a float among
+    them pauses that many seconds instead).
 
     Nothing is added, so include ``data: `` prefixes and blank lines yourself.
     ``linger`` keeps the body open that many seconds after the last line, as a server
     that sends ``[DONE]`` and closes the body later does.
     """
 
-    lines: Sequence[bytes]
+    lines: Sequence[bytes | float]
     status: int = 200
     content_type: str = "text/event-stream"
     linger: float = 0.0
@@ -607,7 +608,10 @@ class ChatUpstream(ScriptedServer[Reply, RecordedRequest, Disconnect]):
         with self._noticing_disconnect(lambda: self._note_disconnect(index, started_at)):
             await response.prepare(request)
             for line in reply.lines:
-                await response.write(line)
+                if isinstance(line, float):
+                    await asyncio.sleep(line)
+                else:
+                    await response.write(line)
             if reply.linger:
                 await asyncio.sleep(reply.linger)
             await response.write_eof()

@@ -134,13 +134,15 @@ def render_builtin_config(base_url: str, extra_config: str = "") -> str:
     return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
 
 
-def render_config(base_url: str, extra_config: str = "") -> str:
-    """The ``config.toml`` text ``run_codex`` writes."""
+def render_config(base_url: str, extra_config: str = "", provider_settings: str = "") -> str:
+    """The ``config.toml`` text ``run_codex`` writes; ``provider_settings`` are more keys of
+    the provider's table (``stream_idle_timeout_ms = 20000``)."""
     lines = ['model_provider = "local"', *_quiet_lines(extra_config)]
+    more = f", {provider_settings}" if provider_settings else ""
     lines.append(
         "model_providers = { local = { "
         f'name = "local", base_url = "{base_url}", env_key = "LOCAL_KEY", '
-        'wire_api = "responses", request_max_retries = 0, stream_max_retries = 0 } }'
+        f'wire_api = "responses", request_max_retries = 0, stream_max_retries = 0{more} }} }}'
     )
     return "\n".join(lines) + "\n" + extra_config + ("\n" if extra_config else "")
 
@@ -186,6 +188,7 @@ def run_codex(
     env: dict[str, str] | None = None,
     builtin: bool = False,
     version: str = CODEX_VERSION,
+    provider_settings: str = "",
 ) -> CodexResult:
     """Run one ``codex exec`` turn of Codex ``version`` against ``base_url``
     (``http://127.0.0.1:PORT/v1``); ``builtin``: through Codex's built-in OpenAI provider."""
@@ -194,8 +197,12 @@ def run_codex(
         root = Path(tmp)
         home = codex_home if codex_home is not None else root / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
-        render = render_builtin_config if builtin else render_config
-        (home / "config.toml").write_text(render(base_url, extra_config))
+        if builtin:
+            assert not provider_settings, "the built-in provider takes no settings of its table here"
+            config = render_builtin_config(base_url, extra_config)
+        else:
+            config = render_config(base_url, extra_config, provider_settings)
+        (home / "config.toml").write_text(config)
         proc = subprocess.Popen(
             [
                 str(binary),

@@ -163,7 +163,7 @@ def test_every_machine_is_an_answer_translator(machine: type) -> None:
         # "ǁ" marks the copies mutmut's trampolines add to a class under mutation testing
         if not name.startswith("_") and "ǁ" not in name and (callable(member) or isinstance(member, property))
     }
-    assert wanted == {"finished", "response", "start", "feed", "finish", "fail", "translate_whole"}
+    assert wanted == {"finished", "response", "start", "feed", "finish", "fail", "translate_whole", "keep_alive"}
     assert all(hasattr(machine, name) for name in wanted)
     for name in ("finish", "fail"):
         keywords = {

@@ -518,24 +518,42 @@ async def test_a_whole_answer_that_stops_coming_stalls(closing: list[HttpEndpoin
 STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 
 
-async def test_a_stream_kept_alive_with_nothing_else_ends_after_the_read_timeout(closing: list[HttpEndpoint]) -> None:
+async def test_a_stream_kept_alive_with_nothing_else_ends_after_the_event_timeout(closing: list[HttpEndpoint]) -> None:
     """An SSE server's keep-alive comments are bytes, not an answer: a stream of nothing
-    else, one every 0.1 s, would never have stalled; it ends once the read timeout passes
-    with no event heard, and says why."""
+    else, one every 0.1 s, would never have stalled; it ends once ``event_timeout`` passes
+    with no event heard, and says why. Each keep-alive read is an empty batch (the reader
+    may tell its client the upstream is alive); the read timeout, shorter, does not end it."""
     pings = [piece for _ in range(40) for piece in (b": ping\n\n", 0.1)]
     async with raw_upstream([STREAM_HEAD, b'data: {"n": 1}\n\n', *pings]) as url:
         loop = asyncio.get_running_loop()
-        started = loop.time()
+        read: list[list[Any]] = []
         with pytest.raises(UpstreamError) as ended:
-            async with endpoint(closing, url, timeout=0.5).stream(BODY, parse_json_object) as batches:
-                [batch async for batch in batches]
+            async with endpoint(closing, url, timeout=0.3, event_timeout=1.0).stream(BODY, parse_json_object) as batches:
+                async for batch in batches:
+                    read.append(batch)
+                    if len(read) == 1:
+                        started = loop.time()
         waited = loop.time() - started
     assert ended.value.message == (
-        "The upstream stream brought no event for more than 0.5 s (only keep-alive comments, or an event that never ended)."
+        "The upstream stream brought no event for more than 1 s (only keep-alive comments, or an event that never ended)."
     )
     assert ended.value.code == "upstream_timeout"
     assert isinstance(ended.value.__cause__, StreamStalled) and ended.value.__cause__.kept_alive
-    assert 0.45 <= waited < 2.0, waited  # at the timeout, not at the stream's end 4 s on
+    assert 0.95 <= waited < 2.5, waited  # at the bound, not at the stream's end 4 s on
+    assert read[0] == [{"n": 1}] and len(read) >= 5 and not any(read[1:]), read
+
+
+async def test_a_silent_stream_stalls_at_the_read_timeout_however_long_the_event_timeout(
+    closing: list[HttpEndpoint],
+) -> None:
+    async with raw_upstream([STREAM_HEAD, b": ping\n\n", HOLD]) as url:
+        read: list[list[Any]] = []
+        with pytest.raises(UpstreamError) as ended:
+            async with endpoint(closing, url, timeout=0.3, event_timeout=60.0).stream(BODY, parse_json_object) as batches:
+                async for batch in batches:
+                    read.append(batch)
+    assert ended.value.message == "The upstream stream stalled for more than 0.3 s."
+    assert read == [[]]  # the one keep-alive
 
 
 async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list[HttpEndpoint]) -> None:
@@ -547,7 +565,7 @@ async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list
     pieces = [p for start in range(0, len(whole), 60) for p in (whole[start : start + 60], 0.2)]
     json_head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(whole)
     async with raw_upstream([STREAM_HEAD, *events, b"data: [DONE]\n\n"], [json_head, *pieces]) as url:
-        reading = endpoint(closing, url, timeout=0.5)
+        reading = endpoint(closing, url, timeout=0.5, event_timeout=0.5)
         async with reading.stream(BODY, parse_json_object) as batches:
             streamed = [item async for batch in batches for item in batch]
         assert streamed == [{"n": n} for n in range(8)] and batches.ended_cleanly

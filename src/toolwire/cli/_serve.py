@@ -59,7 +59,11 @@ def serve(
     ] = False,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest request body accepted (413 above) [32 MiB].")] = None,
     upstream_timeout: Annotated[
-        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), between reads, or for an event among keep-alives [300].")
+        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), or between reads [300].")
+    ] = None,
+    upstream_event_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a stream may send only keep-alives (SSE comments), no event, before it fails [1800]."),
     ] = None,
     upstream_retries: Annotated[
         int | None, typer.Option(help="Attempts for a failed connect or a 5xx before anything streamed [3].")
@@ -163,6 +167,7 @@ def serve(
         "admin_key_env": admin_key_env,
         "max_body_bytes": max_body_bytes,
         "upstream_timeout": upstream_timeout,
+        "upstream_event_timeout": upstream_event_timeout,
         "upstream_retries": upstream_retries,
         "shutdown_grace": shutdown_grace,
         "ws_max_message_bytes": ws_max_message_bytes,

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from toolwire.translate import ToolCallText
 from toolwire.upstream import (
+    DEFAULT_UPSTREAM_EVENT_TIMEOUT,
     DEFAULT_UPSTREAM_MAX_BODY_BYTES,
     DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
     DEFAULT_UPSTREAM_MAX_LINE_BYTES,
@@ -36,6 +37,7 @@ class ServerConfig(_Strict):
     insecure_no_auth: bool = False
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
     upstream_timeout: float = Field(default=300.0, gt=0)
+    upstream_event_timeout: float = Field(default=DEFAULT_UPSTREAM_EVENT_TIMEOUT, gt=0)
     upstream_retries: int = Field(default=3, ge=1, le=10)
     shutdown_grace: float = Field(default=30.0, ge=0)
     # Responses over WebSocket (GET /v1/responses with Upgrade: websocket): a larger

@@ -10,7 +10,10 @@ error text that reaches the client goes through the redactor first, since an ups
 may echo a key in its error message.
 
 ``pump`` drives a backend's ``AnswerTranslator`` from its ``StreamBatches``: one delivery
-to the client per upstream read.
+to the client per upstream read. While the upstream only keeps its stream alive (a model
+server reading a long prompt, pinging), the client hears that the response is in progress
+(``KEEP_ALIVE_EVERY``): Codex's idle timer counts events, not the SSE comments a server
+pings with, and would give up on a stream that is alive.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ from ._transport import ErrorAnswer, Transport
 log = logging.getLogger("toolwire.server")
 
 _FAILURE_EVENTS = frozenset({"error", "response.failed"})
+
+KEEP_ALIVE_EVERY = 15.0
+"""Seconds between two ``response.in_progress`` sent while the upstream says only that it is
+alive (well inside Codex's idle timeout, 300 s by default)."""
 
 Keep = Callable[[dict[str, Any]], Awaitable[None]]
 """Stores a finished Response object (a no-op when there is no store)."""
@@ -145,6 +152,7 @@ async def pump(answer: Answer, batches: StreamBatches, machine: AnswerTranslator
     await answer.start_stream(machine)
     exchange = answer.exchange
     events = machine.start()  # sent with the first batch: one delivery, not two
+    told_alive = exchange.started_at
     try:
         async for batch in batches:
             for item in batch:
@@ -154,6 +162,11 @@ async def pump(answer: Answer, batches: StreamBatches, machine: AnswerTranslator
                     break
             if machine.finished or batches.ended_cleanly:
                 break  # the end marker came: the terminal events go out with this batch's
+            if not events:  # a keep-alive, or what says nothing to the client yet
+                now = time.monotonic()
+                if now - told_alive >= KEEP_ALIVE_EVERY:
+                    told_alive = now
+                    events = machine.keep_alive()
             await answer.events(events)
             events = []
         if not machine.finished:

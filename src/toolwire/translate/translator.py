@@ -4,7 +4,8 @@ A translator serves one response. Streamed, the server calls ``start()``, then
 ``feed(x)`` for each object the backend sends (a Chat chunk, a Responses event), then
 ``finish()`` at the backend's end, or ``fail(message)`` when the transport broke; each
 returns the Responses events to send, and exactly one terminal event ends the stream.
-Whole, the server calls ``translate_whole(answer)`` once and gets the Response object.
+While the backend only keeps its stream alive, ``keep_alive()`` gives an event that says
+the response is still in progress. Whole, the server calls ``translate_whole(answer)`` once and gets the Response object.
 ``response`` is the Response so far (the final one once ``finished``); ``conversions``
 lists every repair made, for logs and metrics.
 
@@ -50,8 +51,11 @@ class AnswerTranslator(Protocol):
 
     def translate_whole(self, answer: JSON, /) -> JSON: ...
 
+    def keep_alive(self) -> list[Any]: ...
+
 
 _ENDED = StreamState.ENDED  # bound once: an Enum member lookup costs ~60 ns (Python 3.11)
+_IN_PROGRESS = StreamState.IN_PROGRESS
 
 
 class WrittenAnswer:
@@ -71,6 +75,17 @@ class WrittenAnswer:
         """The final Response object once finished; before that, the current snapshot."""
         final = self._writer.final
         return final if final is not None else self._response_so_far()
+
+    def keep_alive(self) -> list[Any]:
+        """``response.in_progress`` once more, for a client whose idle timer counts events
+        (Codex's counts no SSE comment): the upstream says it is alive, with nothing to say
+        yet. The Response so far without its output (the client has the items from their
+        own events); nothing before the stream has begun or after it has ended."""
+        writer = self._writer
+        if writer.state is not _IN_PROGRESS:
+            return []
+        writer.lifecycle("response.in_progress", {**self._response_so_far(), "status": "in_progress", "output": []})
+        return writer.take()
 
     def _response_so_far(self) -> JSON:
         raise NotImplementedError

@@ -66,6 +66,14 @@ class RetryPolicy:
         return float(min(self.backoff_seconds * 2.0**attempt, self.max_backoff_seconds))
 
 
+DEFAULT_UPSTREAM_EVENT_TIMEOUT = 1800.0
+"""How long a streamed answer may send keep-alives and no event: a slow machine's model server
+can take many minutes to read Codex's prompt (tens of thousands of tokens), pinging."""
+
+ParseData = Callable[[str], JSON | None]
+"""One event's ``data``, parsed; None for a keep-alive of the wire's own, which says nothing
+of the answer (Anthropic's ``ping``: it is not handed on, and does not count as an event)."""
+
 _SENT_AT_ONCE = 64 * 1024
 """A request body this small goes out in one write, taken by the kernel at once (aiohttp
 waits for its buffer to drain only past 64 KiB); a larger one's sending is bounded."""
@@ -81,6 +89,7 @@ class HttpEndpoint:
         *,
         api_key: str | None = None,
         timeout: float = 300.0,
+        event_timeout: float = DEFAULT_UPSTREAM_EVENT_TIMEOUT,
         connect_timeout: float = 10.0,
         check_timeout: float = 5.0,
         retry: RetryPolicy | None = None,
@@ -95,7 +104,8 @@ class HttpEndpoint:
         """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
         ``check`` GETs under ``base_url``. A request, from its connect to its answer's
         head, is given ``connect_timeout`` and ``timeout`` and its body's time to send at
-        ``min_send_rate`` bytes per second."""
+        ``min_send_rate`` bytes per second. A streamed answer may go ``timeout`` without a
+        byte, and ``event_timeout`` without an event while it sends keep-alives."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
         self.where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
@@ -105,6 +115,7 @@ class HttpEndpoint:
                 f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
             )
         self.read_timeout = timeout
+        self.event_timeout = event_timeout
         self._connect_timeout = connect_timeout
         self._min_send_rate = min_send_rate
         self._url = self.base_url + path
@@ -206,7 +217,7 @@ class HttpEndpoint:
     def stream(
         self,
         body: bytes | Mapping[str, Any],
-        parse: Callable[[str], JSON],
+        parse: ParseData,
         is_terminal: Callable[[JSON], bool] | None = None,
         *,
         plain_chunks: bool = False,
@@ -268,7 +279,7 @@ class OpenStream:
         self,
         endpoint: HttpEndpoint,
         body: bytes | Mapping[str, Any],
-        parse: Callable[[str], JSON],
+        parse: ParseData,
         is_terminal: Callable[[JSON], bool] | None,
         *,
         plain_chunks: bool,
@@ -299,6 +310,7 @@ class OpenStream:
             endpoint.limits,
             PlainContentFrames() if self._plain_chunks else None,
             endpoint.where,
+            event_timeout=endpoint.event_timeout,
         )
         return self._batches
 
@@ -329,7 +341,7 @@ class HttpBackend:
         self,
         endpoint: HttpEndpoint,
         *,
-        parse_data: Callable[[str], JSON] = parse_json_object,
+        parse_data: ParseData = parse_json_object,
         is_terminal: Callable[[JSON], bool] | None = None,
         plain_chunks: bool = False,
     ) -> None:
@@ -371,6 +383,7 @@ def endpoint_for(
         path,
         api_key=environ.get(upstream.api_key_env) if upstream.api_key_env else None,
         timeout=setup.server.upstream_timeout,
+        event_timeout=setup.server.upstream_event_timeout,
         retry=RetryPolicy(attempts=setup.server.upstream_retries),
         proxy=proxy_for(upstream.base_url, environ),
         key_header=key_header,
@@ -400,16 +413,19 @@ class SSEBatches:
         self,
         response: aiohttp.ClientResponse,
         read_timeout: float,
-        parse: Callable[[str], JSON],
+        parse: ParseData,
         is_terminal: Callable[[JSON], bool] | None = None,
         limits: UpstreamLimits | None = None,
         frames: PlainContentFrames | None = None,
         where: str = "",
+        *,
+        event_timeout: float = DEFAULT_UPSTREAM_EVENT_TIMEOUT,
     ) -> None:
         self._response = response
         self._where = where  # for messages (else the response's URL)
         self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
+        self._event_timeout = event_timeout
         self._parse = parse
         self._is_terminal = is_terminal
         self._frames = frames
@@ -437,7 +453,7 @@ class SSEBatches:
         too_long: SSELimitExceeded | None = None
         left = limits.max_stream_bytes
         content = self._response.content
-        stall = StallWatch(content, self._read_timeout)
+        stall = StallWatch(content, self._read_timeout, self._event_timeout)
         clock = stall.clock
         opening = True  # until the body's first bytes that are not blank
         try:
@@ -469,6 +485,10 @@ class SSEBatches:
                 if batch:
                     yield batch
                     stall.heard = clock()  # after the batch is taken: a slow client's time is not the upstream's
+                elif not opening and decoder.idle and not self.ended_cleanly:
+                    # None: only keep-alives (comments, blank lines); the reader may say the upstream is alive.
+                    # (Not blank bytes before the first others: a whole JSON answer may follow them.)
+                    yield batch
                 if self.ended_cleanly:
                     return
             batch = self._parse_all(decoder.flush_data())
@@ -543,6 +563,8 @@ class SSEBatches:
                 self.ended_cleanly = True
                 break
             parsed = parse(data)
+            if parsed is None:
+                continue  # a keep-alive of the wire's own (Anthropic's ping)
             batch.append(parsed)
             if frames is not None:
                 frames.learn(data, parsed)
@@ -553,11 +575,12 @@ class SSEBatches:
 
 
 class StreamStalled(TimeoutError):
-    """No byte of a streamed body came for the read timeout while the gateway waited for one;
+    """No byte of a streamed body came for ``seconds`` while the gateway waited for one;
     or, ``kept_alive``, nothing but comments and blank lines (an SSE server's keep-alives)."""
 
-    def __init__(self, *, kept_alive: bool = False) -> None:
+    def __init__(self, seconds: float, *, kept_alive: bool = False) -> None:
         super().__init__()
+        self.seconds = seconds
         self.kept_alive = kept_alive
 
 
@@ -576,34 +599,37 @@ class StallWatch:
 
     Bytes alone are not an answer: a server that sends only keep-alive comments (``:
     ping``) would hold the stream open for ever. So the reader also says when it last
-    heard something of the answer (``heard``: an event, a piece of a whole answer); a wait
-    that finds nothing heard for the timeout ends the read too, told as kept alive only.
+    heard something of the answer (``heard``: an event, a piece of a whole answer), and
+    a wait that finds nothing heard for ``event_timeout`` ends the read too, told as kept
+    alive only. That bound is the longer one: a model server says it is alive while it
+    reads a long prompt (llama.cpp pings every 30 s), which can take minutes.
     """
 
-    __slots__ = ("_content", "_handle", "_loop", "_timeout", "clock", "heard", "waiting_since")
+    __slots__ = ("_content", "_event_timeout", "_handle", "_loop", "_timeout", "clock", "heard", "waiting_since")
 
-    def __init__(self, content: aiohttp.StreamReader, timeout: float) -> None:
+    def __init__(self, content: aiohttp.StreamReader, timeout: float, event_timeout: float) -> None:
         self._content = content
         self._timeout = timeout
+        self._event_timeout = event_timeout
         self._loop = asyncio.get_running_loop()
         self.clock = self._loop.time
         self.waiting_since: float | None = None
         self.heard = self.clock()
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._look)
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(min(timeout, event_timeout), self._look)
 
     def _look(self) -> None:
         since, now = self.waiting_since, self._loop.time()
-        if since is not None:
-            # While it waits, it has heard nothing since ``heard`` (never later than ``since``).
-            if now - self.heard >= self._timeout:
-                self._handle = None
-                self._content.set_exception(StreamStalled(kept_alive=now - since < self._timeout))
-                return
-            # Look again when nothing heard would reach the timeout.
-            self._handle = self._loop.call_at(self.heard + self._timeout, self._look)
+        if since is None:  # not waiting: no wait can reach a bound before one timeout from now
+            self._handle = self._loop.call_at(now + min(self._timeout, self._event_timeout), self._look)
             return
-        # Not waiting: no wait can reach it before one timeout from now.
-        self._handle = self._loop.call_at(now + self._timeout, self._look)
+        silent, unheard = since + self._timeout, self.heard + self._event_timeout
+        if now >= silent or now >= unheard:
+            self._handle = None
+            stalled = StreamStalled(self._timeout) if now >= silent else StreamStalled(self._event_timeout, kept_alive=True)
+            self._content.set_exception(stalled)
+            return
+        # Waiting, not for long enough: look again when this wait would reach a bound.
+        self._handle = self._loop.call_at(min(silent, unheard), self._look)
 
     def stop(self) -> None:
         if self._handle is not None:
@@ -661,7 +687,7 @@ def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
     not HTTP, or a broken stream."""
     if isinstance(exc, StreamStalled) and exc.kept_alive:
         return UpstreamError(
-            f"The upstream stream brought no event for more than {timeout:g} s"
+            f"The upstream stream brought no event for more than {exc.seconds:g} s"
             " (only keep-alive comments, or an event that never ended).",
             code="upstream_timeout",
         )

@@ -1728,3 +1728,20 @@ def test_plain_chunks_that_do_not_pass_are_read_one_by_one(words: list[str]) -> 
     together = run([plain_chunks(*chunks), finish("stop")])  # type: ignore[list-item]
     assert together.events == one_by_one.events
     assert together.translator.conversions == one_by_one.translator.conversions
+
+
+def test_keep_alive_says_in_progress_within_the_stream_and_nothing_outside_it() -> None:
+    """While the upstream only pings: ``response.in_progress`` with the Response so far,
+    its output left out (the client has the items from their own events), numbered in
+    the stream; nothing once the terminal event is written."""
+    translator = make_translator()
+    events = [*translator.start(), *translator.feed(chunk(content="Hel"))]
+    [beat] = translator.keep_alive()
+    assert beat["type"] == "response.in_progress" and beat["sequence_number"] == len(events)
+    assert beat["response"] == {**events[0]["response"], "output": []}
+    after = translator.feed(chunk(content="lo"))
+    assert after[0]["sequence_number"] == beat["sequence_number"] + 1
+    translator.feed(chunk(finish_reason="stop"))
+    translator.finish()
+    assert translator.keep_alive() == []
+    assert translator.response["output"][0]["content"][0]["text"] == "Hello"

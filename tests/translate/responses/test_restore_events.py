@@ -421,3 +421,17 @@ def test_a_streamed_request_answered_with_a_whole_error_fails_with_its_message()
     failed = readable(restorer().feed(WholeAnswer({"error": {"message": "no such model", "code": "model_not_found"}})))
     assert failed[-1] == lifecycle("failed", "failed", error={"code": "model_not_found", "message": "no such model"})
     assert failed[0] == lifecycle("created", "in_progress")
+
+
+def test_keep_alive_waits_for_the_backend_s_own_created() -> None:
+    """Before the backend's ``response.created`` the restorer has begun nothing: a keep-alive
+    says nothing (a ``response.in_progress`` first would break the stream's order); after
+    it, ``response.in_progress`` under the gateway's id; after the end, nothing."""
+    restoring = restorer()
+    assert restoring.keep_alive() == []
+    [created] = restoring.feed({"type": "response.created", "sequence_number": 0, "response": backend_response("in_progress")})
+    [beat] = restoring.keep_alive()
+    assert (beat["type"], beat["sequence_number"]) == ("response.in_progress", 1)
+    assert beat["response"] == {**created["response"], "output": []}
+    restoring.feed({"type": "response.completed", "sequence_number": 1, "response": backend_response("completed")})
+    assert restoring.keep_alive() == []

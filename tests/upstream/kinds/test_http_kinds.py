@@ -361,6 +361,26 @@ async def test_a_responses_event_without_a_type_is_refused() -> None:
     assert refused.value.message == "Stream event is not a JSON object with a string 'type'."
 
 
+async def test_anthropic_pings_are_keep_alives_bounded_by_the_event_timeout() -> None:
+    """A Messages stream's ``ping`` events say nothing of the answer: they are not handed on
+    (a read of nothing else is an empty batch, as a comment's is), and a stream of only
+    pings ends after ``upstream_event_timeout``, not at the read timeout, not never."""
+    ping = b'event: ping\ndata: {"type": "ping"}\n\n'
+    start = b'event: message_start\ndata: {"type": "message_start", "message": {"id": "msg_1", "usage": {}}}\n\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    pings = [piece for _ in range(30) for piece in (ping, 0.1)]
+    server = ServerConfig(upstream_timeout=0.3, upstream_event_timeout=1.0, upstream_retries=1)
+    read: list[list[Any]] = []
+    async with raw_upstream([head, start, 0.1, *pings]) as url, built("anthropic", url, server=server) as backend:
+        with pytest.raises(UpstreamError) as ended:
+            async with backend.stream({"model": "m", "messages": [], "stream": True}) as batches:
+                async for batch in batches:
+                    read.append(batch)
+    assert ended.value.message.startswith("The upstream stream brought no event for more than 1 s")
+    assert [item["type"] for item in read[0]] == ["message_start"]
+    assert len(read) >= 5 and not any(read[1:])
+
+
 async def test_chat_reads_plain_text_chunks_from_their_bytes(upstream: ChatUpstream) -> None:
     """Once one text chunk has taught the stream's shape, the next ones come as ``PlainChunks``."""
     words = "one two three four five six seven eight"

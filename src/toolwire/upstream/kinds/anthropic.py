@@ -24,7 +24,7 @@ from toolwire.translate import (
 )
 
 from .._base import UpstreamCall
-from .._http import HttpBackend, HttpEndpoint, endpoint_for
+from .._http import HttpBackend, HttpEndpoint, endpoint_for, parse_json_object
 from .._kind import BackendKind, BackendSetup
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class MessagesBackend(HttpBackend):
     """An Anthropic Messages API over HTTP."""
 
     def __init__(self, endpoint: HttpEndpoint, profile: MessagesProfile) -> None:
-        super().__init__(endpoint, is_terminal=_is_terminal)
+        super().__init__(endpoint, parse_data=_parse_event, is_terminal=_is_terminal)
         self.profile = profile
 
     def prepare(
@@ -48,6 +48,12 @@ class MessagesBackend(HttpBackend):
             request, translated.tools, response_id=response_id, created_at=created_at, model=request.model
         )
         return UpstreamCall(translated.body, machine, translated.warnings, list(translated.conversions))
+
+
+def _parse_event(data: str) -> JSON | None:
+    """A Messages stream's event; its ``ping`` is a keep-alive, no part of the answer."""
+    event = parse_json_object(data)
+    return None if event.get("type") == "ping" else event
 
 
 def _is_terminal(event: JSON) -> bool:
