@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.responses_upstream import Events, HttpError, ResponsesUpstream, Whole
+from tests.upstream.raw_upstream import raw_upstream
 from toolwire.agent import (
     AgentEvent,
     AgentLoop,
@@ -25,6 +26,7 @@ from toolwire.agent import (
     function_call,
     register_tool,
     response_events,
+    response_stream,
 )
 from toolwire.errors import UpstreamError
 from toolwire.protocol import FunctionTool
@@ -374,6 +376,35 @@ async def test_a_timeout_stops_the_stream(
             async with asyncio.timeout(0.5):
                 await agent(client, full_access).run("go")
     assert await asyncio.to_thread(server.wait_for_disconnect) == 0
+
+
+async def test_a_stream_kept_alive_without_events_ends_the_run_after_the_event_timeout(
+    full_access: ToolContext,
+) -> None:
+    """A server that sends only keep-alive comments is never silent, so the client's read
+    timeout never ends it: the loop's own bound on the wait for an event does."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    opening = response_stream(ScriptedResponse([assistant_message("never finished")]))[:2]
+    pings = [piece for _ in range(50) for piece in (b": ping\n\n", 0.1)]
+    async with raw_upstream([head, *opening, *pings]) as url, HttpResponsesClient(url) as client:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(UpstreamError) as ended:
+            await agent(client, full_access, event_timeout=0.6).run("go")
+        waited = loop.time() - started
+    assert ended.value.message == "The model's stream brought no event for more than 0.6 s."
+    assert 0.55 <= waited < 3.0, waited  # not at the stream's end, 5 s on
+
+
+async def test_events_further_apart_in_all_than_the_event_timeout_are_read(full_access: ToolContext) -> None:
+    """Each event starts the wait again: a stream over three times the bound, an event every 0.3 s."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    frames = response_stream(ScriptedResponse([assistant_message("slow but sure")]))
+    paced = [piece for frame in frames for piece in (frame, 0.3)]
+    async with raw_upstream([head, *paced]) as url, HttpResponsesClient(url) as client:
+        result = await agent(client, full_access, event_timeout=0.5).run("go")
+    assert len(frames) * 0.3 > 3 * 0.5
+    assert result.answer == "slow but sure"
 
 
 async def test_cancelling_stops_the_fake_stream_and_the_tools(full_access: ToolContext) -> None:

@@ -17,7 +17,9 @@ How a call can fail, as in Codex:
 * a response that fails or is incomplete, or a broken stream: ``UpstreamError``.
 
 Cancelling ``run`` (Ctrl-C, a timeout around it) closes the stream and cancels every
-running call; the built-in tools kill their processes when cancelled.
+running call; the built-in tools kill their processes when cancelled. A stream that brings
+no event for ``event_timeout`` (a server that only sends keep-alive comments) ends the run
+with an ``UpstreamError``; the client's own read timeout bounds a silent one.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class AgentResult:
     turns: int
 
 
+DEFAULT_EVENT_TIMEOUT = 1800.0
+"""Seconds a response's stream may go without an event (as the gateway's ``upstream_event_timeout``)."""
+
+
 class AgentLoop:
     """Runs one task to its answer against ``client`` with the tools in ``router``.
 
@@ -87,6 +93,7 @@ class AgentLoop:
         max_turns: int | None = None,
         on_event: EventListener = ignore_events,
         request_fields: Mapping[str, Any] | None = None,
+        event_timeout: float = DEFAULT_EVENT_TIMEOUT,
     ) -> None:
         self._client = client
         self._router = router
@@ -97,6 +104,7 @@ class AgentLoop:
         self.max_turns = max_turns
         self._on_event = on_event
         self._request_fields = dict(request_fields or {})
+        self.event_timeout = event_timeout
 
     async def run(self, prompt: str | Sequence[Item]) -> AgentResult:
         """Loop until the model answers without tool calls; return its answer."""
@@ -154,16 +162,24 @@ class AgentLoop:
         gate = CallGate(self.max_parallel)
         answers: list[OutputItem | asyncio.Task[OutputItem]] = []
         running: list[asyncio.Task[OutputItem]] = []
+        clock, event_timeout = asyncio.get_running_loop().time, self.event_timeout
         try:
             async with self._client.stream(self.request_body(history)) as chunks:
                 seen = 0
-                async for chunk in chunks:
-                    reader.feed(chunk)
-                    for item in reader.items[seen:]:
-                        self._dispatch(turn, item, gate, answers, running)
-                    seen = len(reader.items)
-                    if reader.finished:
-                        break
+                try:
+                    async with asyncio.timeout(event_timeout) as waiting:
+                        async for chunk in chunks:
+                            if reader.feed(chunk):  # events, not keep-alives: the wait starts again
+                                waiting.reschedule(clock() + event_timeout)
+                            for item in reader.items[seen:]:
+                                self._dispatch(turn, item, gate, answers, running)
+                            seen = len(reader.items)
+                            if reader.finished:
+                                break
+                except TimeoutError:
+                    raise UpstreamError(
+                        f"The model's stream brought no event for more than {event_timeout:g} s."
+                    ) from None
                 if not reader.finished:
                     reader.flush()  # raises if the stream ended without a terminal event
                     for item in reader.items[seen:]:
