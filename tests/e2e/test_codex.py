@@ -336,15 +336,17 @@ def test_upstream_5xx_message_reaches_the_user(
     assert "model overloaded: try later" in result.stdout + result.stderr, report(result, upstream)
 
 
+@pytest.mark.parametrize("waiting", ["pinging", "silent"])
 def test_a_model_server_reading_a_long_prompt_keeps_codex_waiting(
-    gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path
+    gateway: GatewayProcess, upstream: ChatUpstream, tmp_path: Path, waiting: str
 ) -> None:
-    """A model server pings (``: ping``, as llama.cpp does) while it reads a long prompt.
-    Codex's idle timer counts events, not comments: set to 20 s here, it would end this
-    turn, whose answer comes 28 s on, unless the gateway tells it ``response.in_progress``
-    (every 15 s while the upstream only pings). One request, answered: no retry, no error."""
+    """A model server reads a long prompt for 28 s, pinging (``: ping``, as llama.cpp does)
+    or silent (as vLLM and Ollama are). Codex's idle timer counts events, not comments: set
+    to 20 s here, it would end the turn unless the gateway told it ``response.in_progress``
+    (at each ping, at most every 10 s; after each 15 s of silence). One request,
+    answered: no retry, no error."""
     frames = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in stream_payloads(Text(FINAL), ReplyContext())]
-    pings = [piece for _ in range(28) for piece in (b": ping\n\n", 1.0)]
+    pings = [piece for _ in range(28) for piece in (b": ping\n\n", 1.0)] if waiting == "pinging" else [28.0]
     upstream.enqueue(Raw([*pings, *frames, b"data: [DONE]\n\n"]))
     result = run_codex(
         base_url=gateway.base_url,

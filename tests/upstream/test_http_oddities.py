@@ -22,6 +22,7 @@ from tests.support.hanging import hanging_port
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
+from toolwire.upstream import _http as http_module
 from toolwire.upstream._http import StreamStalled, parse_json_object
 
 from .raw_upstream import HOLD, raw_upstream
@@ -571,4 +572,61 @@ async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list
         assert streamed == [{"n": n} for n in range(8)] and batches.ended_cleanly
         async with reading.stream(BODY, parse_json_object) as batches:
             [[answered]] = [batch async for batch in batches]
+    assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)
+
+
+@pytest.fixture
+def quiet_every(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The watch wakes a silent stream's reader every 0.2 s (15 s in service)."""
+    monkeypatch.setattr(http_module, "QUIET_EVERY", 0.2)
+    return 0.2
+
+
+async def read_timed(reading: HttpEndpoint) -> tuple[list[tuple[float, list[Any]]], tuple[float, BaseException] | None]:
+    """Each batch with when it came, and the error that ended the reading, if one did, with when."""
+    loop = asyncio.get_running_loop()
+    started, read = loop.time(), []
+    try:
+        async with reading.stream(BODY, parse_json_object) as batches:
+            async for batch in batches:
+                read.append((loop.time() - started, batch))
+    except UpstreamError as exc:
+        return read, (loop.time() - started, exc)
+    return read, None
+
+
+async def test_a_silent_stream_s_reader_hears_so_and_the_silence_still_stalls(
+    closing: list[HttpEndpoint], quiet_every: float
+) -> None:
+    """Before its first byte and after an event alike, a silent event stream is woken with
+    empty batches, one per ``QUIET_EVERY``; the silence they break still counts from its
+    start: the stream stalls at the read timeout, not later."""
+    async with raw_upstream([STREAM_HEAD, 0.5, b'data: {"n": 1}\n\n', HOLD]) as url:
+        read, ended = await read_timed(endpoint(closing, url, timeout=1.0))
+    assert ended is not None
+    stalled_at, error = ended
+    assert isinstance(error, UpstreamError) and error.message == "The upstream stream stalled for more than 1 s."
+    batches = [batch for _, batch in read]
+    first = batches.index([{"n": 1}])
+    assert 1 <= first <= 3 and not any(batches[:first]), batches  # woken about twice in the first 0.5 s
+    assert 3 <= len(batches) - first - 1 <= 5 and not any(batches[first + 1 :]), batches
+    event_at = read[first][0]
+    assert 0.95 <= stalled_at - event_at < 1.4, (event_at, stalled_at)  # 1 s after the event: the wakes do not put it off
+
+
+async def test_the_watch_never_wakes_a_reader_inside_an_event_or_a_whole_answer(
+    closing: list[HttpEndpoint], quiet_every: float
+) -> None:
+    """A comment fed in the middle of an event would become part of it; before the first
+    bytes of an answer that does not say it is an event stream, it could be a whole JSON
+    answer's first bytes. Neither is woken: the event and the answer arrive whole."""
+    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "hi"}}]})
+    json_head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(whole)
+    halves = [STREAM_HEAD, b'data: {"text": "a', 0.7, b'b"}\n\n', b"data: [DONE]\n\n"]
+    async with raw_upstream(halves, [json_head, 0.7, whole]) as url:
+        reading = endpoint(closing, url, timeout=5.0)
+        event, _ = await read_timed(reading)
+        answer, _ = await read_timed(reading)
+    assert [batch for _, batch in event] == [[{"text": "ab"}]]
+    [(_, [answered])] = answer
     assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)

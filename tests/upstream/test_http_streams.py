@@ -11,15 +11,17 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
+from aiohttp.base_protocol import BaseProtocol
 
 from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
-from toolwire.protocol import WholeAnswer
+from toolwire.protocol import SSEDecoder, WholeAnswer
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
-from toolwire.upstream._http import StreamStalled, parse_json_object
+from toolwire.upstream._http import QUIET, StallWatch, StreamStalled, parse_json_object
 
 STREAMED = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
 JSON = dict[str, Any]
@@ -71,7 +73,7 @@ async def test_nothing_after_the_end_marker_is_read_as_data(endpoint: HttpEndpoi
 
 
 async def test_a_terminal_object_ends_the_stream_and_the_rest_is_drained(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
-    upstream.enqueue(Raw([*sse({"type": "a"}, {"type": "end"}, {"type": "after"}), b": tail\n\n"], linger=0.3))
+    upstream.enqueue(Raw([*sse({"type": "a"}, {"type": "end"}, {"type": "after"}), b": tail\n\n"], linger=0.1))
     batches, clean = await read_all(endpoint, is_terminal=lambda event: event["type"] == "end")
     assert [event["type"] for batch in batches for event in batch] == ["a", "end"] and clean
     # the body was read to its end after the caller was done, so the connection is reused
@@ -371,3 +373,48 @@ async def test_a_whole_answer_to_a_streamed_request_is_bounded_by_the_body_limit
     finally:
         await endpoint.aclose()
     assert type(error) is UpstreamLimitError and error.limit == "upstream_max_body_bytes"
+
+
+def watched(quiet_every: float) -> tuple[aiohttp.StreamReader, StallWatch]:
+    """An aiohttp body reader, and a watch of it set as a reader waiting between two events
+    of an event stream sets it (since a second ago)."""
+    loop = asyncio.get_running_loop()
+    content = aiohttp.StreamReader(BaseProtocol(loop), 2**16, loop=loop)
+    watch = StallWatch(content, 60.0, 60.0, quiet_every)
+    decoder = SSEDecoder()
+    decoder.feed_data(b'data: {"n": 1}\n\n')
+    watch.decoder, watch.began = decoder, True
+    watch.waiting_since, watch.read_to = loop.time() - 1.0, content.total_bytes
+    return content, watch
+
+
+async def test_the_watch_wakes_a_waiting_reader_with_its_own_comment() -> None:
+    content, watch = watched(0.05)
+    try:
+        await asyncio.sleep(0.15)
+        assert content.read_nowait() == QUIET
+    finally:
+        watch.stop()
+
+
+async def test_the_watch_does_not_wake_a_reader_that_has_bytes_to_read() -> None:
+    """Bytes fed while the reader waits wake it themselves; a comment beside them would be
+    read with them, and the silence it stands for would seem to have begun before them."""
+    content, watch = watched(0.05)
+    try:
+        content.feed_data(b'data: {"n": 2}\n\n')  # come, not read yet
+        await asyncio.sleep(0.15)
+        assert content.read_nowait() == b'data: {"n": 2}\n\n'
+    finally:
+        watch.stop()
+
+
+async def test_the_watch_does_not_wake_a_reader_inside_an_event() -> None:
+    content, watch = watched(0.05)
+    assert watch.decoder is not None
+    watch.decoder.feed_data(b'data: {"n": ')
+    try:
+        await asyncio.sleep(0.15)
+        assert content.read_nowait() == b""
+    finally:
+        watch.stop()

@@ -10,10 +10,10 @@ error text that reaches the client goes through the redactor first, since an ups
 may echo a key in its error message.
 
 ``pump`` drives a backend's ``AnswerTranslator`` from its ``StreamBatches``: one delivery
-to the client per upstream read. While the upstream only keeps its stream alive (a model
-server reading a long prompt, pinging), the client hears that the response is in progress
-(``KEEP_ALIVE_EVERY``): Codex's idle timer counts events, not the SSE comments a server
-pings with, and would give up on a stream that is alive.
+to the client per upstream read. While the upstream only keeps its stream alive, or says
+nothing at all (a model server reading a long prompt), the client hears that the response
+is in progress (``KEEP_ALIVE_EVERY``): Codex's idle timer counts events, not the SSE
+comments a server pings with, and would give up on a stream that is alive.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ log = logging.getLogger("toolwire.server")
 
 _FAILURE_EVENTS = frozenset({"error", "response.failed"})
 
-KEEP_ALIVE_EVERY = 15.0
+KEEP_ALIVE_EVERY = 10.0
 """Seconds between two ``response.in_progress`` sent while the upstream says only that it is
-alive (well inside Codex's idle timeout, 300 s by default)."""
+alive, or nothing (its reader hears so every ``upstream.QUIET_EVERY``, 15 s): well inside
+Codex's idle timeout, 300 s by default."""
 
 Keep = Callable[[dict[str, Any]], Awaitable[None]]
 """Stores a finished Response object (a no-op when there is no store)."""

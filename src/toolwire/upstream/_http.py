@@ -74,6 +74,11 @@ ParseData = Callable[[str], JSON | None]
 """One event's ``data``, parsed; None for a keep-alive of the wire's own, which says nothing
 of the answer (Anthropic's ``ping``: it is not handed on, and does not count as an event)."""
 
+QUIET = b": the upstream says nothing yet\n\n"
+"""The comment ``StallWatch`` wakes a silent stream's reader with (it reads as an empty batch)."""
+QUIET_EVERY = 15.0
+"""Seconds of an upstream's silence after which its stream's reader hears that nothing came."""
+
 _SENT_AT_ONCE = 64 * 1024
 """A request body this small goes out in one write, taken by the kernel at once (aiohttp
 waits for its buffer to drain only past 64 KiB); a larger one's sending is bounded."""
@@ -453,12 +458,15 @@ class SSEBatches:
         too_long: SSELimitExceeded | None = None
         left = limits.max_stream_bytes
         content = self._response.content
-        stall = StallWatch(content, self._read_timeout, self._event_timeout)
+        stall = StallWatch(content, self._read_timeout, self._event_timeout, QUIET_EVERY)
+        stall.decoder = decoder
+        stall.event_stream = self._says_event_stream
         clock = stall.clock
         opening = True  # until the body's first bytes that are not blank
         try:
             while True:
                 stall.waiting_since = clock()
+                stall.read_to = content.total_bytes  # (a wait begins only once all that came is read)
                 data = await content.readany()
                 stall.waiting_since = None
                 if not data:
@@ -467,9 +475,14 @@ class SSEBatches:
                 if left < 0:
                     raise limits.stream_too_long_error()
                 if opening:
+                    if data is QUIET:  # the watch's own, alone: the upstream has said nothing yet
+                        yield []
+                        continue
                     begun = data.lstrip()  # (data itself, uncopied, when it begins with no blank)
                     opening = not begun
+                    stall.began = not opening
                     if begun.startswith(b"{"):  # no event stream begins so: it answered whole
+                        stall.decoder = None
                         whole = await self._whole_answer(data, stall)
                         self.ended_cleanly = True
                         yield [whole]
@@ -506,6 +519,9 @@ class SSEBatches:
             del decoder
             too_long.__traceback__ = None
             raise limits.stream_error(too_long)
+
+    def _says_event_stream(self) -> bool:
+        return self._response.content_type == "text/event-stream"
 
     async def _whole_answer(self, first: bytes, stall: StallWatch) -> WholeAnswer:
         """The rest of a body that began as JSON, read to its end (each wait bounded as a
@@ -603,37 +619,100 @@ class StallWatch:
     a wait that finds nothing heard for ``event_timeout`` ends the read too, told as kept
     alive only. That bound is the longer one: a model server says it is alive while it
     reads a long prompt (llama.cpp pings every 30 s), which can take minutes.
+
+    And silence is no answer either, yet the stream's reader may have a client to keep
+    waiting (Codex gives up on a stream without events after 300 s): a wait of
+    ``quiet_every`` seconds is woken with a keep-alive comment of the watch's own
+    (``QUIET``, fed to aiohttp's reader as the upstream's bytes are), which reads as an
+    empty batch. Only where a comment cannot change what the stream says: between two
+    events (``decoder`` idle), or before any byte of an answer said to be an event stream
+    (``event_stream``); never in a whole answer (``decoder`` None); never while bytes the
+    reader has not read yet wait for it (``read_to``, what aiohttp's reader had been fed,
+    ``total_bytes``, when the wait began). The silence it breaks still counts from its
+    start: the watch notes how many bytes the reader had been fed with its comment, and as
+    long as no other byte came, the wait began before it.
     """
 
-    __slots__ = ("_content", "_event_timeout", "_handle", "_loop", "_timeout", "clock", "heard", "waiting_since")
+    __slots__ = (
+        "_content", "_event_timeout", "_handle", "_loop", "_quiet_every", "_quiet_total", "_silent_from",
+        "_timeout", "began", "clock", "decoder", "event_stream", "heard", "read_to", "waiting_since",
+    )  # fmt: skip
 
-    def __init__(self, content: aiohttp.StreamReader, timeout: float, event_timeout: float) -> None:
+    def __init__(
+        self, content: aiohttp.StreamReader, timeout: float, event_timeout: float, quiet_every: float | None = None
+    ) -> None:
         self._content = content
         self._timeout = timeout
         self._event_timeout = event_timeout
+        self._quiet_every = quiet_every
         self._loop = asyncio.get_running_loop()
         self.clock = self._loop.time
         self.waiting_since: float | None = None
+        self.read_to = 0
         self.heard = self.clock()
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(min(timeout, event_timeout), self._look)
+        self.decoder: SSEDecoder | None = None
+        """The stream's decoder while a comment of the watch's own may be fed between its events."""
+        self.began = False
+        """Whether the body's first bytes that are not blank have come."""
+        self.event_stream: Callable[[], bool] = _no
+        """Whether the answer says it is an event stream (asked only before its first bytes)."""
+        self._silent_from: float | None = None  # when the silence the watch's comments broke began
+        self._quiet_total = -1
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(self._longest_look(), self._look)
+
+    def _longest_look(self) -> float:
+        quiet = self._quiet_every
+        bound = min(self._timeout, self._event_timeout)
+        return bound if quiet is None else min(bound, quiet)
 
     def _look(self) -> None:
-        since, now = self.waiting_since, self._loop.time()
-        if since is None:  # not waiting: no wait can reach a bound before one timeout from now
-            self._handle = self._loop.call_at(now + min(self._timeout, self._event_timeout), self._look)
+        waiting_since, now = self.waiting_since, self._loop.time()
+        if waiting_since is None:  # not waiting: no wait can reach a bound before one look from now
+            self._handle = self._loop.call_at(now + self._longest_look(), self._look)
             return
+        since, content = waiting_since, self._content
+        if self._silent_from is not None:
+            if content.total_bytes == self._quiet_total:
+                since = self._silent_from  # nothing came but the watch's own comments
+            else:
+                self._silent_from = None
         silent, unheard = since + self._timeout, self.heard + self._event_timeout
         if now >= silent or now >= unheard:
             self._handle = None
             stalled = StreamStalled(self._timeout) if now >= silent else StreamStalled(self._event_timeout, kept_alive=True)
-            self._content.set_exception(stalled)
+            content.set_exception(stalled)
             return
         # Waiting, not for long enough: look again when this wait would reach a bound.
-        self._handle = self._loop.call_at(min(silent, unheard), self._look)
+        look_at = min(silent, unheard)
+        quiet = self._quiet_every
+        if quiet is not None:
+            wake_at = waiting_since + quiet
+            if wake_at <= now:
+                if self._may_wake():
+                    self._silent_from = since
+                    if not content.total_bytes:
+                        # As aiohttp's parser does before a chunked body's first chunk, which
+                        # it refuses to begin once any byte was fed without it.
+                        content.begin_http_chunk_receiving()
+                    content.feed_data(QUIET)
+                    self._quiet_total = content.total_bytes
+                wake_at = now + quiet
+            look_at = min(look_at, wake_at)
+        self._handle = self._loop.call_at(look_at, self._look)
+
+    def _may_wake(self) -> bool:
+        decoder, content = self.decoder, self._content
+        if decoder is None or content.is_eof() or content.total_bytes != self.read_to:
+            return False
+        return decoder.idle if self.began else self.event_stream()
 
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
+
+
+def _no() -> bool:
+    return False
 
 
 def _stop_socket_read_timer(response: aiohttp.ClientResponse) -> None:
