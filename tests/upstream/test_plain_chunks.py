@@ -16,10 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.errors import UpstreamError, UpstreamLimitError
-from toolwire.protocol import PlainChunks, PlainContentFrames, StreamItem, parse_request
+from toolwire.protocol import (
+    PlainChunks,
+    PlainContentFrames,
+    StreamItem,
+    WholeAnswer,
+    parse_request,
+)
 from toolwire.translate import ChatStreamTranslator, translate_request
 from toolwire.upstream import UpstreamLimits
-from toolwire.upstream._http import SSEBatches, parse_json_object
+from toolwire.upstream._http import QUIET, SSEBatches, parse_json_object
 
 JSON = dict[str, Any]
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
@@ -298,3 +304,18 @@ def test_a_reading_left_between_batches_goes_on_where_it_stopped() -> None:
     read_in_two = [chunk for batch in asyncio.run(read()) for chunk in objects(batch)]
     assert read_in_two == [chunk for batch in read_batches([whole], plain=False)[0] for chunk in objects(batch)]
     assert [chunk["choices"][0]["delta"]["content"] for chunk in read_in_two] == ["one", "two"]
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["events", "plain chunks"])
+def test_the_watch_s_comment_before_the_first_bytes_is_no_part_of_the_answer(plain: bool) -> None:
+    """Read alone, it is an empty batch and the answer is still to be sniffed; read with the
+    answer's first bytes (they came right after it), it is taken off them first: a whole
+    JSON answer, even one that said it was an event stream, is still known as one."""
+    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "hi"}}]})
+    batches, clean = read_batches([QUIET, QUIET + whole], plain=plain)
+    assert batches[0] == [] and len(batches) == 2 and clean
+    [answered] = batches[1]
+    assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)
+    chunk = {"choices": [{"index": 0, "delta": {"content": "x"}}]}
+    batches, clean = read_batches([QUIET, QUIET + b"data: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n"], plain=plain)
+    assert batches[0] == [] and [o for batch in batches[1:] for o in objects(batch)] == [chunk] and clean

@@ -475,9 +475,11 @@ class SSEBatches:
                 if left < 0:
                     raise limits.stream_too_long_error()
                 if opening:
-                    if data is QUIET:  # the watch's own, alone: the upstream has said nothing yet
-                        yield []
-                        continue
+                    if data.startswith(QUIET):  # the watch's own: the upstream had said nothing yet
+                        data = data[len(QUIET) :]  # (what came right after it, read with it, is sniffed)
+                        if not data:
+                            yield []
+                            continue
                     begun = data.lstrip()  # (data itself, uncopied, when it begins with no blank)
                     opening = not begun
                     stall.began = not opening
