@@ -630,3 +630,21 @@ async def test_the_watch_never_wakes_a_reader_inside_an_event_or_a_whole_answer(
     assert [batch for _, batch in event] == [[{"text": "ab"}]]
     [(_, [answered])] = answer
     assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)
+
+
+async def test_a_whole_answer_said_to_be_an_event_stream_is_not_woken_and_still_stalls(
+    closing: list[HttpEndpoint], quiet_every: float
+) -> None:
+    """A whole JSON answer whose content type says event stream, coming slowly (each piece
+    in time, the whole longer than both bounds), then stopping: no comment is fed into it,
+    each piece counts as heard, and the stop stalls at the read timeout."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 1000\r\n\r\n"
+    pieces = [piece for n in range(6) for piece in (b'{"id": "x"' if n == 0 else b" " * 10, 0.25)]
+    async with raw_upstream([head, *pieces, HOLD]) as url:
+        reading = endpoint(closing, url, timeout=0.7, event_timeout=0.7)
+        async with asyncio.timeout(10):
+            read, ended = await read_timed(reading)
+    assert read == [] and ended is not None
+    stalled_at, error = ended
+    assert error.message == "The upstream stream stalled for more than 0.7 s."  # type: ignore[attr-defined]
+    assert 1.9 <= stalled_at < 2.6, stalled_at  # the last piece at 1.25 s, then 0.7 s

@@ -156,6 +156,20 @@ async def test_a_stalled_stream(upstream: ChatUpstream) -> None:
     assert (error.message, error.code) == ("The upstream stream stalled for more than 0.3 s.", "upstream_timeout")
 
 
+def counting_looks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The stall watch's looks set from now on in the running loop, counted in the one item."""
+    loop = asyncio.get_running_loop()
+    looks = [0]
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        looks[0] += getattr(callback, "__name__", "") == "_look"
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    return looks
+
+
 @pytest.mark.parametrize("busy", [0.0, 1.2], ids=["waiting at once", "busy past the first look"])
 async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(
     upstream: ChatUpstream, busy: float, monkeypatch: pytest.MonkeyPatch
@@ -168,15 +182,7 @@ async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(
     upstream.enqueue(Stall(1, seconds=30))
     endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=1.0)
     loop = asyncio.get_running_loop()
-    looks_set = 0
-    call_at = loop.call_at
-
-    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
-        nonlocal looks_set
-        looks_set += getattr(callback, "__name__", "") == "_look"
-        return call_at(when, callback, *args, **kwargs)
-
-    monkeypatch.setattr(loop, "call_at", counting)
+    looks_set = counting_looks(monkeypatch)
     try:
         async with endpoint.stream(STREAMED, parse_json_object) as batches:
             reading = aiter(batches)
@@ -191,7 +197,7 @@ async def test_a_stall_ends_the_read_one_timeout_after_the_wait_began(
     assert isinstance(raised.value.__cause__, StreamStalled)
     # at the timeout: not one timeout after the look that found the reader busy (1.8 s)
     assert 0.95 <= waited < 1.6, waited
-    assert looks_set <= 3, looks_set
+    assert looks_set[0] <= 3, looks_set
 
 
 async def test_a_reader_slower_than_the_timeout_is_no_stall(upstream: ChatUpstream) -> None:
@@ -416,5 +422,32 @@ async def test_the_watch_does_not_wake_a_reader_inside_an_event() -> None:
     try:
         await asyncio.sleep(0.15)
         assert content.read_nowait() == b""
+    finally:
+        watch.stop()
+
+
+async def test_the_watch_inside_an_event_looks_once_per_wake_not_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unable to wake the reader (it waits inside an event), the watch looks again one wake
+    later, not at once: a look set in the past would spin the loop while the event lasts."""
+    looks = counting_looks(monkeypatch)
+    content, watch = watched(0.05)
+    assert watch.decoder is not None
+    watch.decoder.feed_data(b'data: {"n": ')
+    try:
+        await asyncio.sleep(0.5)
+    finally:
+        watch.stop()
+    assert content.read_nowait() == b"" and 5 <= looks[0] <= 15, looks
+
+
+async def test_the_watch_does_not_wake_before_the_first_bytes_of_what_is_not_an_event_stream() -> None:
+    content, watch = watched(0.05)
+    watch.began = False  # and nobody said the answer is an event stream
+    try:
+        await asyncio.sleep(0.15)
+        assert content.read_nowait() == b""
+        watch.event_stream = lambda: True
+        await asyncio.sleep(0.15)
+        assert content.read_nowait() == QUIET
     finally:
         watch.stop()

@@ -772,6 +772,8 @@ def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
             " (only keep-alive comments, or an event that never ended).",
             code="upstream_timeout",
         )
+    if isinstance(exc, StreamStalled):
+        return UpstreamError(f"The upstream stream stalled for more than {exc.seconds:g} s.", code="upstream_timeout")
     if isinstance(exc, TimeoutError):
         return UpstreamError(f"The upstream stream stalled for more than {timeout:g} s.", code="upstream_timeout")
     if (fault := _body_fault(exc)) is not None:
