@@ -47,6 +47,7 @@ from toolwire.tools import (
     ToolRouter,
     decode_call,
 )
+from toolwire.upstream import DEFAULT_UPSTREAM_EVENT_TIMEOUT
 
 from ._client import ResponsesClient
 from ._events import (
@@ -71,14 +72,12 @@ class AgentResult:
     turns: int
 
 
-DEFAULT_EVENT_TIMEOUT = 1800.0
-"""Seconds a response's stream may go without an event (as the gateway's ``upstream_event_timeout``)."""
-
-
 class AgentLoop:
     """Runs one task to its answer against ``client`` with the tools in ``router``.
 
     ``request_fields`` are merged into every request body (``reasoning``, ``text``, ...).
+    ``event_timeout``: the longest wait for an event of a response's stream (keep-alive
+    comments do not count), by default the gateway's ``upstream_event_timeout``.
     """
 
     def __init__(
@@ -93,7 +92,7 @@ class AgentLoop:
         max_turns: int | None = None,
         on_event: EventListener = ignore_events,
         request_fields: Mapping[str, Any] | None = None,
-        event_timeout: float = DEFAULT_EVENT_TIMEOUT,
+        event_timeout: float = DEFAULT_UPSTREAM_EVENT_TIMEOUT,
     ) -> None:
         self._client = client
         self._router = router
