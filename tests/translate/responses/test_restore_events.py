@@ -430,8 +430,10 @@ def test_keep_alive_waits_for_the_backend_s_own_created() -> None:
     restoring = restorer()
     assert restoring.keep_alive() == []
     [created] = restoring.feed({"type": "response.created", "sequence_number": 0, "response": backend_response("in_progress")})
+    done = restoring.feed({"type": "response.output_item.done", "output_index": 0, "item": READ})
+    assert restoring.response["output"] == [READ_RESTORED]  # the items so far are not repeated in it:
     [beat] = restoring.keep_alive()
-    assert (beat["type"], beat["sequence_number"]) == ("response.in_progress", 1)
+    assert (beat["type"], beat["sequence_number"]) == ("response.in_progress", 1 + len(done))
     assert beat["response"] == {**created["response"], "output": []}
     restoring.feed({"type": "response.completed", "sequence_number": 1, "response": backend_response("completed")})
     assert restoring.keep_alive() == []
