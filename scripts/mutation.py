@@ -26,10 +26,11 @@ For packages and parts, the result goes to ``mutation/<package>.md`` (or
 counts, the score, and every surviving mutant, each either matched by an entry of
 ``mutation/equivalent.toml`` (a mutant that changes no behaviour, with the reason) or
 listed as "not killed". With ``--changed`` the report is printed and written to
-``.cache/mutation/changed.md`` only; CI calls this mode, with ``--budget``: mutmut is
-stopped after that many seconds and the mutants it had not run yet are left out of the
-counts (the report says how many). The changed modules are then judged package by
-package: a package whose report in ``mutation/`` meets the bar must meet it on the
+``.cache/mutation/changed.md`` only; CI calls this mode, with ``--budget``. The changed
+modules are run package by package, each against its own tests (``run_changed``): each
+package may take an even share of the budget left (what one leaves goes to the next), and
+mutmut is stopped at the end of its share, the mutants it had not run yet left out of the
+counts (the report says how many). Each package is then judged on its own: a package whose report in ``mutation/`` meets the bar must meet it on the
 mutants of the change too (exit status 1 otherwise); a package still under the bar is
 reported only, so that the work which brings it up is never blocked by it.
 
@@ -485,6 +486,45 @@ def run(label: str, mutate: list[str], tests: list[str], command: str, jobs: int
     return outcome_of(work, label)
 
 
+def run_changed(files: list[Path], command: str, jobs: int, budget: float | None) -> list[Outcome]:
+    """The changed modules mutated package by package, each against its own tests, the
+    packages whose tests are fewest first: each run has the budget left shared among the
+    packages left, so what one does not use goes to those after it, and a package whose
+    mutants take long (``server``: tests that start gateways) cannot spend the whole
+    budget and leave the others unjudged."""
+    by_package: dict[str, list[str]] = {}
+    for path in files:
+        by_package.setdefault(package_of(path), []).append(str(path.relative_to(ROOT)))
+    order = sorted(by_package, key=lambda package: (test_file_count(package), package))
+    outcomes = []
+    started = time.monotonic()
+    for index, package in enumerate(order):
+        share = budget_share(budget, time.monotonic() - started, len(order) - index)
+        if share == 0.0:  # the budget is spent: nothing of this package runs
+            outcomes.append(Outcome(package, command, dt.datetime.now(dt.UTC), 0.0, [], []))
+            continue
+        outcome = run(f"changed-{package}", by_package[package], tests_for(package), command, jobs, share)
+        outcomes.append(outcome.of_package(package))
+    return outcomes
+
+
+def budget_share(budget: float | None, spent: float, packages_left: int) -> float | None:
+    """The seconds the next of ``packages_left`` packages may take: an even share of what is
+    left of ``budget`` (None: no budget), never less than nothing."""
+    if budget is None:
+        return None
+    return max(0.0, budget - spent) / packages_left
+
+
+def test_file_count(package: str) -> int:
+    """How many test files a package's mutants are run against: the measure of its cost."""
+    count = 0
+    for name in known_tests(package):
+        path = ROOT / name
+        count += len(list(path.rglob("test_*.py"))) if path.is_dir() else 1
+    return count
+
+
 def resume(label: str, command: str, jobs: int) -> Outcome:
     """Carry the run in ``label``'s scratch copy on to the repository as it is now.
 
@@ -595,14 +635,12 @@ def main(argv: list[str] | None = None) -> int:
         files = [path for path in files if path not in untested]
         if not files:
             return 0
-        mutate = [str(path.relative_to(ROOT)) for path in files]
-        tests = sorted({test for path in files for test in tests_for(package_of(path))})
-        command = f"scripts/mutation.sh --changed {args.changed}"
-        outcome = run("changed", mutate, tests, command, args.jobs, args.budget)
-        report = render(outcome, args.fail_under)
+        outcomes = run_changed(files, f"scripts/mutation.sh --changed {args.changed}", args.jobs, args.budget)
+        report = "\n".join(render(outcome, args.fail_under) for outcome in outcomes)
+        SCRATCH.mkdir(parents=True, exist_ok=True)
         (SCRATCH / "changed.md").write_text(report)
         print(report)
-        return judge_change(outcome, sorted({package_of(path) for path in files}), args.fail_under)
+        return max(judge_change(outcome, [outcome.label], args.fail_under) for outcome in outcomes)
 
     failed = False
     RESULTS.mkdir(exist_ok=True)

@@ -72,3 +72,65 @@ def test_the_table_reads_each_report_s_header(tmp_path: Path) -> None:
         "| pkg | 1593 | 1497 | 95 | 1 | 99.9 % | 2026-12-05 18:21 | 549 s |\n"
         f"{script.TABLE_END}\nafter\n"
     )
+
+
+def test_a_change_is_mutated_package_by_package_each_with_its_share_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI's ``--changed`` run: one package's slow mutants must not spend the whole budget
+    and leave the other packages of the change unjudged."""
+    script = mutation_script()
+    clock = [0.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+    runs: list[tuple[str, list[str], list[str], float | None]] = []
+    took = {"changed-errors": 10.0, "changed-tools": 200.0, "changed-server": 0.0}
+
+    def run(label: str, mutate: list[str], tests: list[str], command: str, jobs: int, budget: float | None):
+        runs.append((label, mutate, tests, budget))
+        clock[0] += took[label]
+        module = "toolwire." + label.removeprefix("changed-") + ".m"
+        return script.Outcome(label, command, script.dt.datetime.now(script.dt.UTC), took[label],
+                              [(module, "killed"), ("toolwire.other.m", "survived")], [])
+
+    monkeypatch.setattr(script, "run", run)
+    files = [script.SOURCE / "server" / "_app.py", script.SOURCE / "tools" / "_names.py",
+             script.SOURCE / "tools" / "_catalog.py", script.SOURCE / "errors.py"]
+    outcomes = script.run_changed(files, "cmd", 2, 300.0)
+
+    # The packages with the fewest test files first; each the budget left over those left.
+    assert [label for label, *_ in runs] == ["changed-errors", "changed-tools", "changed-server"]
+    assert [budget for *_, budget in runs] == [100.0, 145.0, 90.0]
+    assert runs[1][1] == ["src/toolwire/tools/_names.py", "src/toolwire/tools/_catalog.py"]
+    assert runs[1][2] == script.tests_for("tools")
+    # Each judged on its own mutants only.
+    assert [(outcome.label, outcome.total, outcome.score) for outcome in outcomes] == [
+        ("errors", 1, 100.0), ("tools", 1, 100.0), ("server", 1, 100.0),
+    ]
+
+
+def test_a_package_left_no_budget_is_reported_not_run(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    script = mutation_script()
+    clock = [0.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+    labels: list[str] = []
+
+    def run(label: str, mutate: list[str], tests: list[str], command: str, jobs: int, budget: float | None):
+        labels.append(label)
+        clock[0] += 500.0  # stopped late, past the whole budget
+        return script.Outcome(label, command, script.dt.datetime.now(script.dt.UTC), 500.0,
+                              [("toolwire.errors", "survived")], [])
+
+    monkeypatch.setattr(script, "run", run)
+    outcomes = script.run_changed([script.SOURCE / "errors.py", script.SOURCE / "server" / "_app.py"], "cmd", 2, 420.0)
+    assert labels == ["changed-errors"]
+    assert [(outcome.label, outcome.total) for outcome in outcomes] == [("errors", 1), ("server", 0)]
+    # A package still under the bar is reported only; one whose mutants did not run is not judged.
+    assert script.judge_change(outcomes[1], ["server"], 90.0) == 0
+    assert "server: none of the change's mutants ran within the budget: not judged" in capsys.readouterr().out
+
+
+def test_without_a_budget_every_package_runs_unbounded() -> None:
+    script = mutation_script()
+    assert script.budget_share(None, 1000.0, 3) is None
+    assert script.budget_share(420.0, 20.0, 4) == 100.0
+    assert script.budget_share(420.0, 421.0, 1) == 0.0
