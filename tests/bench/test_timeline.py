@@ -30,7 +30,8 @@ def test_a_short_run_measures_every_span_of_both_servers(tmp_path: Path) -> None
     for name in ("toolwire", "relay"):
         moments = [line.split()[0] for line in (tmp_path / f"marks-{name}.txt").read_text().splitlines()]
         assert moments.count("post") > 100, name
-        assert moments.count("post") == moments.count("head"), name
+        # (wrk stops with its last request on its way: that one may have no head)
+        assert moments.count("post") - moments.count("head") in (0, 1), name
         start = moments.index("post") - 1
         assert moments[start : start + 5] == ["request", "post", "head", "complete", "request"], name
 
