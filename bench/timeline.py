@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import dataclasses
 import itertools
 import runpy
 import signal
@@ -142,6 +143,15 @@ def report(figures: dict[str, dict[str, list[float]]], *, body_name: str, latenc
     return "\n".join(lines)
 
 
+def probed(service: procs.Service, marks_path: Path) -> procs.Service:
+    """``service`` (``python -m MODULE ...``) run under the probe, its marks to ``marks_path``."""
+    python, flag, *module_and_arguments = service.args
+    if (python, flag) != (sys.executable, "-m"):
+        raise ValueError(f"not a `python -m` command: {service.args}")
+    probe = [sys.executable, "-m", "bench.timeline", PROBE, str(marks_path)]
+    return dataclasses.replace(service, args=[*probe, *module_and_arguments])
+
+
 def measure(*, body_name: str, duration: float, work: Path) -> str:
     work.mkdir(parents=True, exist_ok=True)
     body = bodies.build(body_name)
@@ -154,23 +164,18 @@ def measure(*, body_name: str, duration: float, work: Path) -> str:
         "relay": wrk.write_script(work / f"relay-{body_name}.lua", body_path,
                                   {**headers, BODY_HEADER: body_name}, wrk.UPSTREAM_MARKER),
     }
-    probe = [sys.executable, "-m", "bench.timeline", PROBE]
     figures: dict[str, dict[str, list[float]]] = {}
     latency: dict[str, float] = {}
     with procs.upstream_service(work, "--reply", "text", "--write-per-event") as upstream:
         upstream_url = upstream.url + "/v1"
-        for name in ("toolwire", "relay"):
+        servers = {
+            "toolwire": procs.gateway_service(upstream_url, work, name="toolwire"),
+            "relay": procs.relay_service(upstream_url, {body_name: chat_path}, work),
+        }
+        for name, server in servers.items():
             marks_path = work / f"marks-{name}.txt"
             marks_path.unlink(missing_ok=True)
-            if name == "toolwire":
-                port = procs.free_port()
-                served = procs.gateway_command()[3:]  # after `python -m toolwire`: the command's own arguments
-                service = procs.Service(name, [*probe, str(marks_path), "toolwire", *served, "--upstream", upstream_url,
-                                               "--host", "127.0.0.1", "--port", str(port)],
-                                        work / f"{name}.log", port=port, health_path="/healthz")
-            else:
-                relay = procs.relay_service(upstream_url, {body_name: chat_path}, work)
-                service = procs.Service(name, [*probe, str(marks_path), *relay.args[2:]], relay.log_path)
+            service = probed(server, marks_path)
             with service:
                 wrk.run(service.url + "/v1/responses", scripts[name], target=name, connections=1, duration=1,
                         output_path=work / f"wrk-{name}-warmup.txt")
