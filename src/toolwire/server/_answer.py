@@ -144,15 +144,18 @@ class Answer:
         return redacted
 
 
-async def pump(answer: Answer, batches: StreamBatches, machine: AnswerTranslator, keep: Keep) -> None:
+async def pump(
+    answer: Answer, batches: StreamBatches, machine: AnswerTranslator, keep: Keep, opening: list[Any] | None = None
+) -> None:
     """Backend batches -> events -> the client, ending in exactly one terminal event.
 
-    The response is stored before its terminal event goes out, so a client that
-    continues it at once always finds it.
+    ``opening``: the machine's ``start`` events, when they were made already. The response
+    is stored before its terminal event goes out, so a client that continues it at once
+    always finds it.
     """
     await answer.start_stream(machine)
     exchange = answer.exchange
-    events = machine.start()  # sent with the first batch: one delivery, not two
+    events = machine.start() if opening is None else opening  # sent with the first batch: one delivery, not two
     told_alive = exchange.started_at
     try:
         async for batch in batches:

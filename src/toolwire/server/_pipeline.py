@@ -39,6 +39,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from toolwire.compaction import has_trigger
@@ -189,17 +190,21 @@ class ExchangePipeline:
         except Exception as exc:
             await answer.error(exc)
             return None
+        response_id, created_at = exchange.request_id, int(exchange.received_at)
         if not generate:
-            unsampled = UnsampledAnswer(request, response_id=exchange.request_id, created_at=int(exchange.received_at))
+            unsampled = partial(UnsampledAnswer, request, response_id=response_id, created_at=created_at)
             return PendingStream(_nothing_upstream(), unsampled, keep)
         exchange.note_upstream_request(call.body)
         exchange.warnings = call.warnings
         exchange.conversions = [*plan.conversions, *call.conversions]
-        machine = plan.translator(
-            call.machine, request, response_id=exchange.request_id, created_at=int(exchange.received_at)
-        )
+        wire_translator = call.translator
+
+        def translator() -> AnswerTranslator:
+            return plan.translator(wire_translator(), request, response_id=response_id, created_at=created_at)
+
         if request.stream:
-            return PendingStream(route.backend.stream(call.body), machine, keep)
+            return PendingStream(route.backend.stream(call.body), translator, keep)
+        machine = translator()
         try:
             if compact:
                 response = await plan.compaction_object(route.backend, call.body, machine, exchange)
@@ -246,24 +251,92 @@ class _ClientWatch:
         self._task.cancel()
 
 
-@dataclass(frozen=True, slots=True)
 class PendingStream:
     """Everything an open stream needs, and nothing more: the request and its translation
-    are gone by the time it runs, which keeps the memory of each open stream small."""
+    are gone once the stream is open, which keeps the memory of each open stream small.
 
-    opening: AbstractAsyncContextManager[StreamBatches]
-    machine: AnswerTranslator
-    keep: Keep
+    The answer's translator, and its opening events (``response.created``,
+    ``.in_progress``), are made while the upstream works on the request
+    (``TranslatorMeanwhile``): they need nothing from it but its success, and made
+    before the body left they would delay the upstream's start by their time.
+    """
+
+    __slots__ = ("_translator", "keep", "opening")
+
+    def __init__(
+        self,
+        opening: AbstractAsyncContextManager[StreamBatches],
+        translator: Callable[[], AnswerTranslator],
+        keep: Keep,
+    ) -> None:
+        self.opening = opening
+        self._translator: Callable[[], AnswerTranslator] | None = translator
+        self.keep = keep
 
     async def run(self, answer: Answer) -> None:
         """Open the backend's stream and pump it; a failure to open is a plain error."""
+        translator, self._translator = self._translator, None  # (it holds the request)
+        if translator is None:
+            raise RuntimeError("a pending stream runs once")
+        meanwhile = TranslatorMeanwhile(translator)
+        del translator
         async with contextlib.AsyncExitStack() as stack:
             try:
                 batches = await stack.enter_async_context(self.opening)
+                machine, opening_events = meanwhile.made()
             except Exception as exc:  # nothing streamed yet
                 await answer.error(exc)
                 return
-            await pump(answer, batches, self.machine, self.keep)
+            finally:
+                meanwhile.cancel()
+            await pump(answer, batches, machine, self.keep, opening_events)
+
+
+class TranslatorMeanwhile:
+    """Builds an answer's translator and its opening events while the upstream works on
+    the request: at the event loop's next turns, by when the request's body is written.
+
+    Two turns: aiohttp writes a request's body in a task of its own, which ``post``
+    schedules; a callback scheduled before ``post`` runs ahead of that task, one it
+    schedules in turn runs after. (Should the body go out later, on a new connection, the
+    translator is made before it, as it would have been in ``prepare``.) ``made`` gives
+    the translator and its events, building them then if the loop has not yet; a failure
+    to build is raised there, in the exchange's task."""
+
+    __slots__ = ("_build", "_failure", "_made")
+
+    def __init__(self, build: Callable[[], AnswerTranslator]) -> None:
+        self._build: Callable[[], AnswerTranslator] | None = build
+        self._made: tuple[AnswerTranslator, list[Any]] | None = None
+        self._failure: Exception | None = None
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, self._make)
+
+    def made(self) -> tuple[AnswerTranslator, list[Any]]:
+        """The translator, and its ``start`` events, made now if not before; handed over,
+        not kept (the events list grows into the stream's first delivery)."""
+        self._make()
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+        made, self._made = self._made, None
+        if made is None:
+            raise RuntimeError("the translator was handed over already")
+        return made
+
+    def cancel(self) -> None:
+        """Nothing more is built (what is made stays for ``made``)."""
+        self._build = None
+
+    def _make(self) -> None:
+        build, self._build = self._build, None
+        if build is None:
+            return
+        try:
+            machine = build()
+            self._made = machine, machine.start()
+        except Exception as exc:
+            self._failure = exc
 
 
 class Keeper:

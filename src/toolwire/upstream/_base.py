@@ -4,8 +4,8 @@ Whatever its kind (Chat Completions, Responses, the mock, ...), a configured ups
 a ``Backend``. The pipeline asks it three things and never which kind it is:
 
 * ``prepare(request, ...)``, pure: the request translated for this backend, as an
-  ``UpstreamCall`` (the body to send, what was lost or reshaped on the way, and the
-  ``AnswerTranslator`` that translates the answer back);
+  ``UpstreamCall`` (the body to send, what was lost or reshaped on the way, and how to
+  build the ``AnswerTranslator`` that translates the answer back);
 * ``stream(body)``: open a streamed answer, parsed into ``StreamBatches``;
 * ``fetch(body)``: a whole (non-streamed) answer.
 
@@ -20,7 +20,7 @@ other backend (None) the gateway compacts, asking the backend's model for the su
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,14 +52,17 @@ class StreamBatches(Protocol):
 
 @dataclass(slots=True)
 class UpstreamCall:
-    """One request translated for its backend, and the machine that translates the answer.
+    """One request translated for its backend, and how its answer is translated back.
 
-    ``body`` is what goes upstream (observers record it); ``warnings`` says what could not
-    be sent, ``conversions`` what was reshaped on the way.
+    ``body`` is what goes upstream (observers record it); ``translator`` builds the
+    ``AnswerTranslator`` for the answer (each call a new one): built apart from the body,
+    a streamed answer's translator is made once the body has gone upstream, while the
+    upstream works on it (``server._pipeline.PendingStream``), not before the body leaves.
+    ``warnings`` says what could not be sent, ``conversions`` what was reshaped on the way.
     """
 
     body: Mapping[str, Any]
-    machine: AnswerTranslator
+    translator: Callable[[], AnswerTranslator]
     warnings: list[str] = field(default_factory=list)
     conversions: list[str] = field(default_factory=list)
 
@@ -87,8 +90,9 @@ class Backend(Protocol):
         """Translate ``request`` (its stored history already in ``input``) for this backend.
 
         Pure; raises ``RequestError`` for what the client got wrong and this backend's wire
-        cannot express. ``response_id`` and ``created_at`` name the Response the machine
-        builds; its ``model`` is the client's (``request.model``).
+        cannot express (building the call's translator raises nothing of the kind).
+        ``response_id`` and ``created_at`` name the Response the translator builds; its
+        ``model`` is the client's (``request.model``).
         """
         ...
 

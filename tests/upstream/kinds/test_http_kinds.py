@@ -47,7 +47,7 @@ async def built(
 async def streamed(backend: Backend, body: JSON) -> JSON:
     """The final Response of ``body`` streamed through ``backend``."""
     call = backend.prepare(parse_request(orjson.dumps({**body, "stream": True})), upstream_model="up-model", response_id="resp_1", created_at=1)
-    machine = call.machine
+    machine = call.translator()
     machine.start()
     async with backend.stream(call.body) as batches:
         async for batch in batches:
@@ -60,7 +60,7 @@ async def streamed(backend: Backend, body: JSON) -> JSON:
 
 async def fetched(backend: Backend, body: JSON) -> JSON:
     call = backend.prepare(parse_request(orjson.dumps(body)), upstream_model="up-model", response_id="resp_1", created_at=1)
-    return call.machine.translate_whole(await backend.fetch(call.body))
+    return call.translator().translate_whole(await backend.fetch(call.body))
 
 
 def text_of(response: JSON) -> str:
@@ -242,7 +242,7 @@ async def test_the_response_is_the_gateways_and_the_call_says_what_changed(
     async with built(kind, url) as backend:
         assert backend.display_url == url.rstrip("/")  # type: ignore[attr-defined]
         call = backend.prepare(request, upstream_model="up-model", response_id="resp_77", created_at=1234)
-        machine = call.machine
+        machine = call.translator()
         machine.start()
         async with backend.stream(call.body) as batches:
             async for batch in batches:
@@ -343,7 +343,7 @@ async def test_a_responses_stream_that_ends_before_its_first_event_fails_under_t
     async with built("responses", "http://127.0.0.1:9/v1") as backend:
         request = parse_request(orjson.dumps({"model": "client-name", "input": "hi"}))
         call = backend.prepare(request, upstream_model="backend-name", response_id="resp_gw", created_at=1234)
-    created, *_, failed = call.machine.finish(completed_at=1300, ended_cleanly=False)
+    created, *_, failed = call.translator().finish(completed_at=1300, ended_cleanly=False)
     assert (created["type"], failed["type"]) == ("response.created", "response.failed")
     for event in (created, failed):
         response = event["response"]

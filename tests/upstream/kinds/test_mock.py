@@ -30,7 +30,7 @@ async def streamed(body: JSON) -> tuple[list[JSON], JSON, JSON]:
     """The Responses events of a streamed answer, the final response, and what was asked."""
     backend = mock()
     call = backend.prepare(parse_request(orjson.dumps(body)), upstream_model="mock-1", response_id="resp_1", created_at=1)
-    machine = call.machine
+    machine = call.translator()
     events = list(machine.start())
     async with backend.stream(call.body) as batches:
         batch_count = 0
@@ -47,7 +47,7 @@ async def whole(body: JSON) -> tuple[JSON, JSON]:
     backend = mock()
     call = backend.prepare(parse_request(orjson.dumps(body)), upstream_model="mock-1", response_id="resp_1", created_at=1)
     answer = await backend.fetch(call.body)
-    return answer, call.machine.translate_whole(answer)
+    return answer, call.translator().translate_whole(answer)
 
 
 def deltas(events: list[JSON], kind: str) -> list[str]:

@@ -12,6 +12,7 @@ only where the preset says the vendor wants it); Anthropic's error bodies and it
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from toolwire.protocol import ResponsesRequest
@@ -44,10 +45,15 @@ class MessagesBackend(HttpBackend):
         self, request: ResponsesRequest, *, upstream_model: str, response_id: str, created_at: int
     ) -> UpstreamCall:
         translated = translate_messages_request(request, self.profile, model=upstream_model)
-        machine = MessagesStreamTranslator(
-            request, translated.tools, response_id=response_id, created_at=created_at, model=request.model
+        translator = partial(
+            MessagesStreamTranslator,
+            request,
+            translated.tools,
+            response_id=response_id,
+            created_at=created_at,
+            model=request.model,
         )
-        return UpstreamCall(translated.body, machine, translated.warnings, list(translated.conversions))
+        return UpstreamCall(translated.body, translator, translated.warnings, list(translated.conversions))
 
 
 def _parse_event(data: str) -> JSON | None:

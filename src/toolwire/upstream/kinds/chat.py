@@ -8,6 +8,7 @@ streamed or whole. The connection rules are ``HttpEndpoint``'s.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from toolwire.protocol import ResponsesRequest
@@ -36,7 +37,8 @@ def prepare_chat(
     ``for_the_wire``: a body only ever serialized (``TranslatedRequest.wire_body``: the
     messages of a kept history are not serialized again), not read."""
     translated = translate_request(request, profile, model=upstream_model)
-    machine = ChatStreamTranslator(
+    translator = partial(
+        ChatStreamTranslator,
         request,
         translated.tools,
         response_id=response_id,
@@ -45,7 +47,7 @@ def prepare_chat(
         tool_call_text=profile.tool_call_text,
     )
     body = translated.wire_body() if for_the_wire else translated.chat
-    return UpstreamCall(body, machine, translated.warnings, list(translated.conversions))
+    return UpstreamCall(body, translator, translated.warnings, list(translated.conversions))
 
 
 class ChatBackend(HttpBackend):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -57,8 +58,8 @@ class ResponsesBackend(HttpBackend):
         # A previous_response_id was resolved by the gateway's own store (its items are
         # in ``input``): the backend has never seen that id.
         body.pop("previous_response_id", None)
-        restorer = ResponsesStreamRestorer(
-            downgraded, response_id=response_id, created_at=created_at, model=request.model
+        restorer = partial(
+            ResponsesStreamRestorer, downgraded, response_id=response_id, created_at=created_at, model=request.model
         )
         return UpstreamCall(body, restorer, downgraded.warnings, list(downgraded.conversions))
 
