@@ -19,7 +19,7 @@ from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, sse_events
 from tests.support.transport import KeptTransport
-from toolwire.errors import UpstreamError
+from toolwire.errors import RequestError, UpstreamError
 from toolwire.protocol import parse_request
 from toolwire.server._answer import Answer
 from toolwire.server._exchange import Exchange
@@ -178,6 +178,16 @@ async def test_a_translator_that_cannot_be_made_is_an_error_answer_and_the_upstr
     assert answer.exchange.outcome == "error"
 
 
+async def test_the_failure_to_make_the_translator_is_the_one_answered() -> None:
+    def refused() -> AnswerTranslator:
+        raise RequestError("the planted refusal", param="tools")
+
+    transport = KeptTransport()
+    await PendingStream(Opening(answered("never read"))(), refused, nothing_to_keep).run(answer_on(transport))
+    [(kind, error)] = transport.deliveries
+    assert (kind, error.status, error.body["error"]["message"]) == ("error", 400, "the planted refusal")
+
+
 async def test_an_upstream_that_cannot_be_opened_has_no_translator_made() -> None:
     failure = UpstreamError("The upstream answered 503.", status=503)
     opening, translator = Opening([], turns=0, failure=failure), CountedTranslator()
@@ -205,7 +215,7 @@ async def test_an_exchange_cancelled_while_the_upstream_is_opened_makes_no_trans
 async def test_a_pending_stream_runs_once() -> None:
     pending = PendingStream(Opening(answered("once"))(), CountedTranslator(), nothing_to_keep)
     await pending.run(answer_on(KeptTransport()))
-    with pytest.raises(RuntimeError, match="runs once"):
+    with pytest.raises(RuntimeError, match=r"^a pending stream runs once$"):
         await pending.run(answer_on(KeptTransport()))
 
 
@@ -214,5 +224,16 @@ async def test_the_translator_made_is_handed_over_once() -> None:
     machine, events = meanwhile.made()
     assert [event["type"] for event in events] == ["response.created", "response.in_progress"]
     assert machine.start() == [], "its opening events were taken with it"
-    with pytest.raises(RuntimeError, match="handed over already"):
+    with pytest.raises(RuntimeError, match=r"^the translator was handed over already$"):
+        meanwhile.made()
+
+
+async def test_a_translator_no_longer_wanted_is_never_made() -> None:
+    translator = CountedTranslator()
+    meanwhile = TranslatorMeanwhile(translator)
+    meanwhile.cancel()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert translator.made == 0
+    with pytest.raises(RuntimeError, match=r"^the translator was handed over already$"):
         meanwhile.made()

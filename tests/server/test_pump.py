@@ -22,6 +22,7 @@ from toolwire.config import GatewayConfig
 from toolwire.errors import UpstreamError
 from toolwire.protocol import parse_request
 from toolwire.server import GatewaySettings, build_router
+from toolwire.server import _answer as answer_module
 from toolwire.server._answer import Answer, pump
 from toolwire.server._exchange import Exchange
 from toolwire.server._pipeline import ExchangePipeline, _ClientWatch
@@ -107,6 +108,21 @@ async def test_a_stream_is_completed_when_it_ended_not_when_it_began() -> None:
     assert response["status"] == "completed"
     assert response["created_at"] == LONG_AGO
     assert before <= response["completed_at"] <= int(time.time())
+
+
+@pytest.mark.parametrize("every", [answer_module.KEEP_ALIVE_EVERY, 0.0])
+async def test_an_upstream_that_only_keeps_its_stream_alive_is_told_in_progress_at_most_every_so_often(every: float) -> None:
+    """Empty batches are the upstream's keep-alives: each may tell the client the response
+    is in progress, once ``KEEP_ALIVE_EVERY`` has passed since the stream began or it was
+    last told (none within the default's 10 s; with 0, each)."""
+    transport = KeptTransport()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(answer_module, "KEEP_ALIVE_EVERY", every)
+        await pump(answer_on(transport), Upstream([[], [], [], [text("Hi"), finish()]]), translator(), nothing_to_keep)
+    opening, *beats = [kinds for kinds, _ in transport.event_deliveries()[:-1]]
+    assert opening == ["response.created", "response.in_progress"]  # (with the first keep-alive)
+    assert beats == ([] if every else [["response.in_progress"], ["response.in_progress"]])
+    assert transport.events()[-1]["type"] == "response.completed"
 
 
 async def test_a_stream_that_ended_cleanly_without_a_finish_reason_is_complete() -> None:
