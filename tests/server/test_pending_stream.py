@@ -18,13 +18,10 @@ import pytest
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.gateway import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, sse_events
-from tests.support.transport import KeptTransport
+from tests.support.transport import KeptTransport, answer_on, nothing_to_keep
 from toolwire.errors import RequestError, UpstreamError
 from toolwire.protocol import parse_request
-from toolwire.server._answer import Answer
-from toolwire.server._exchange import Exchange
 from toolwire.server._pipeline import PendingStream, TranslatorMeanwhile
-from toolwire.server.observe import Redactor
 from toolwire.translate import AnswerTranslator, ChatStreamTranslator, translate_request
 from toolwire.upstream import ListBatches, StreamBatches
 from toolwire.upstream.kinds import chat as chat_kind
@@ -35,14 +32,6 @@ STREAMED = {"model": "m", "input": "hi", "stream": True}
 def chat_translator() -> ChatStreamTranslator:
     request = parse_request(orjson.dumps(STREAMED))
     return ChatStreamTranslator(request, translate_request(request).tools, response_id="resp_1", created_at=1, model="m")
-
-
-def answer_on(transport: KeptTransport) -> Answer:
-    return Answer(Exchange("resp_1", b"{}"), transport, Redactor().redact_json)
-
-
-async def nothing_to_keep(response: dict[str, Any]) -> None:
-    pass
 
 
 class Opening:

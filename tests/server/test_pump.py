@@ -17,16 +17,15 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.support.transport import KeptTransport
+from tests.support.transport import KeptTransport, answer_on, nothing_to_keep
 from toolwire.config import GatewayConfig
 from toolwire.errors import UpstreamError
 from toolwire.protocol import parse_request
 from toolwire.server import GatewaySettings, build_router
 from toolwire.server import _answer as answer_module
-from toolwire.server._answer import Answer, pump
+from toolwire.server._answer import pump
 from toolwire.server._exchange import Exchange
 from toolwire.server._pipeline import ExchangePipeline, _ClientWatch
-from toolwire.server.observe import Redactor
 from toolwire.translate import ChatStreamTranslator, translate_request
 
 KEY = "upstream-key-7Fq2w"  # no well-known prefix: only the configured-secret path hides it
@@ -77,14 +76,6 @@ def finish(reason: str = "stop") -> dict[str, Any]:
 def translator(kind: type[ChatStreamTranslator] = ChatStreamTranslator) -> ChatStreamTranslator:
     request = parse_request(orjson.dumps({"model": "m", "input": "hi", "stream": True}))
     return kind(request, translate_request(request).tools, response_id="resp_1", created_at=LONG_AGO, model="m")
-
-
-def answer_on(transport: KeptTransport, secrets: tuple[str, ...] = ()) -> Answer:
-    return Answer(Exchange("resp_1", b"{}"), transport, Redactor(secrets).redact_json)
-
-
-async def nothing_to_keep(response: dict[str, Any]) -> None:
-    pass
 
 
 async def test_the_last_batch_and_the_end_of_the_stream_go_out_in_one_delivery() -> None:

@@ -1,5 +1,7 @@
 """``KeptTransport``: a ``Transport`` (the pipeline's seam to a client) that keeps each
-delivery, in order, for tests that drive ``ExchangePipeline`` or ``pump`` directly."""
+delivery, in order, for tests that drive ``ExchangePipeline`` or ``pump`` directly; with
+``answer_on`` (an ``Answer`` given through it) and ``nothing_to_keep`` (a ``Keep`` that
+stores nothing)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolwire.server._answer import Answer
+from toolwire.server._exchange import Exchange
 from toolwire.server._transport import ErrorAnswer
+from toolwire.server.observe import Redactor
 
 
 @dataclass
@@ -37,3 +42,12 @@ class KeptTransport:
 
     def events(self) -> list[dict[str, Any]]:
         return [event for d in self.deliveries if d[0] == "events" for event in d[1]]
+
+
+def answer_on(transport: KeptTransport, secrets: tuple[str, ...] = ()) -> Answer:
+    """An exchange's ``Answer`` given through ``transport``, ``secrets`` redacted from it."""
+    return Answer(Exchange("resp_1", b"{}"), transport, Redactor(secrets).redact_json)
+
+
+async def nothing_to_keep(response: dict[str, Any]) -> None:
+    """A ``Keep`` that stores nothing."""
