@@ -12,9 +12,19 @@ import sys
 import time
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
-from toolwire.server._log_lines import LOG_FORMAT, LineFormatter, LineHandler, configure_logging
+from tests.support.observed import exchange
+from toolwire.server._log_lines import (
+    LOG_FORMAT,
+    LineFormatter,
+    LineHandler,
+    configure_logging,
+    line_handler_for,
+)
+from toolwire.server.observe._log import LogObserver
+from toolwire.server.observe._record import summarize
 
 
 class Stderr(io.StringIO):
@@ -193,3 +203,119 @@ def test_configure_logging_gives_the_root_logger_its_handler_and_records_look_up
     logging.getLogger("toolwire.server").info("not at warning")
     (line,) = stream.getvalue().splitlines()
     assert line.endswith(" WARNING toolwire.server: careful")
+
+
+@pytest.fixture
+def line_logger(stderr: Stderr) -> logging.Logger:
+    """A logger as ``configure_logging`` sets one up: a ``LineHandler`` with a ``LineFormatter``
+    on its parent, the logger itself with no handler."""
+    parent = logging.Logger("toolwire", logging.INFO)
+    handler = LineHandler(stderr)
+    handler.setFormatter(LineFormatter())
+    parent.addHandler(handler)
+    child = logging.Logger("toolwire.exchange", logging.NOTSET)
+    child.parent = parent
+    return child
+
+
+def test_the_line_handler_is_found_when_it_alone_would_write_the_record(line_logger: logging.Logger) -> None:
+    [handler] = line_logger.parent.handlers  # type: ignore[union-attr]
+    assert line_handler_for(line_logger, logging.INFO) is handler
+    assert line_handler_for(line_logger, logging.WARNING) is handler
+    assert line_handler_for(line_logger, logging.DEBUG) is None  # not enabled: logging says so
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "a second handler",
+        "a handler of another kind",
+        "a filter on the logger",
+        "a filter on the handler",
+        "the handler's level above",
+        "another formatter",
+        "the logger disabled",
+        "a record factory of one's own",
+    ],
+)
+def test_anything_else_on_the_way_sends_the_record_through_logging(
+    line_logger: logging.Logger, stderr: Stderr, change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = line_logger.parent
+    assert parent is not None
+    [handler] = parent.handlers
+    if change == "a second handler":
+        line_logger.addHandler(LineHandler(Stderr()))
+    elif change == "a handler of another kind":
+        parent.handlers = [logging.StreamHandler(Stderr())]
+    elif change == "a filter on the logger":
+        line_logger.addFilter(lambda record: True)
+    elif change == "a filter on the handler":
+        handler.addFilter(lambda record: True)
+    elif change == "the handler's level above":
+        handler.setLevel(logging.WARNING)
+    elif change == "another formatter":
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    elif change == "the logger disabled":
+        line_logger.disabled = True
+    elif change == "a record factory of one's own":
+        monkeypatch.setattr(logging, "_logRecordFactory", lambda *args, **kwargs: logging.LogRecord(*args, **kwargs))
+    assert line_handler_for(line_logger, logging.INFO) is None
+
+
+def test_a_handler_below_a_logger_that_does_not_propagate_is_the_only_one(stderr: Stderr) -> None:
+    root = logging.Logger("root", logging.INFO)
+    root.addHandler(logging.StreamHandler(Stderr()))
+    own = logging.Logger("toolwire.exchange", logging.INFO)
+    own.parent, own.propagate = root, False
+    handler = LineHandler(stderr)
+    handler.setFormatter(LineFormatter())
+    own.addHandler(handler)
+    assert line_handler_for(own, logging.INFO) is handler
+    own.propagate = True
+    assert line_handler_for(own, logging.INFO) is None
+    assert line_handler_for(logging.Logger("alone", logging.INFO), logging.INFO) is None  # logging's last resort
+
+
+@pytest.mark.parametrize("levelno", [logging.INFO, logging.WARNING])
+async def test_a_line_emitted_is_the_line_logging_writes_and_held_as_it_is(
+    line_logger: logging.Logger, stderr: Stderr, levelno: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    moments = iter([1_700_000_000.25, 1_700_000_000.25, 1_700_000_001.999, 1_700_000_001.999])
+    monkeypatch.setattr(time, "time", lambda: next(moments))
+    handler = line_handler_for(line_logger, levelno)
+    assert handler is not None
+    for text in ('{"request_id":"resp_1","pct":"100%"}', "second"):
+        line_logger.log(levelno, text)
+        handler.emit_line(levelno, line_logger.name, text)
+    if levelno < logging.WARNING:
+        assert stderr.writes == []  # held for the end of the turn, as the records' lines are
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+    lines = stderr.getvalue().splitlines()
+    assert lines[0] == lines[1] and lines[2] == lines[3]
+    name = logging.getLevelName(levelno)
+    clock = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(1_700_000_000))
+    assert lines[0] == f'{clock},250 {name} toolwire.exchange: {{"request_id":"resp_1","pct":"100%"}}'
+    assert lines[2].endswith(f",999 {name} toolwire.exchange: second")
+
+
+async def test_a_gateway_s_request_line_goes_to_its_handler_without_a_record(
+    fresh_root_logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``LogObserver`` in a process set up by ``configure_logging``: the line is the one the
+    record would have given, and no record is made."""
+    stream = Stderr()
+    fresh_root_logger.handlers = []
+    configure_logging("info", stream)
+    records: list[logging.LogRecord] = []
+    monkeypatch.setattr(LineHandler, "emit", lambda self, record: records.append(record))
+    finished = exchange(usage={"input_tokens": 12, "output_tokens": 3})
+    LogObserver().finished(finished)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert records == []
+    [line] = stream.writes
+    stamp, says, text = line.partition(" INFO toolwire.exchange: ")
+    assert says and time.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S") and len(stamp) == 23 and stamp[19] == ","
+    assert text.endswith("}\n") and orjson.loads(text) == summarize(finished)

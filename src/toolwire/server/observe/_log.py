@@ -7,6 +7,7 @@ import logging
 import orjson
 
 from .._exchange import Exchange
+from .._log_lines import line_handler_for
 from ._record import summarize
 from ._redact import Redactor
 
@@ -31,7 +32,9 @@ class LogObserver:
 
     Failed and errored requests log at WARNING, the rest at INFO. Nothing here reads
     headers or bodies; the free-text fields (``error``, ``warnings``) go through the
-    ``redactor`` in case an upstream echoed a key.
+    ``redactor`` in case an upstream echoed a key. When the process logs with toolwire's
+    own handler alone (``toolwire serve``), the line goes to it without a log record
+    (``line_handler_for``): the same line, written the same way.
     """
 
     wants_traffic = False
@@ -45,4 +48,9 @@ class LogObserver:
     def finished(self, exchange: Exchange) -> None:
         line = summarize(exchange, self.redactor)
         level = logging.WARNING if exchange.outcome in ("failed", "error") else logging.INFO
-        log.log(level, orjson.dumps(line).decode())  # no arguments: the line is not formatted again
+        text = orjson.dumps(line).decode()  # logged with no arguments: the line is not formatted again
+        handler = line_handler_for(log, level)
+        if handler is None:
+            log.log(level, text)
+        else:
+            handler.emit_line(level, log.name, text)
