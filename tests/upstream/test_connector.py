@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 
 from tests.upstream.raw_upstream import raw_upstream
+from toolwire.upstream._buffered import take_buffered
 from toolwire.upstream._connector import UpstreamConnector
 
 
@@ -40,8 +41,9 @@ class Calls:
         return counted
 
 
-async def read_slowly(url: str, *, wait: float = 0.3, **session: Any) -> tuple[bytes, Calls]:
-    """POST, then let the answer's body pile up for ``wait`` seconds before reading it all."""
+async def read_slowly(url: str, *, wait: float = 0.3, taking: bool = False, **session: Any) -> tuple[bytes, Calls]:
+    """POST, then let the answer's body pile up for ``wait`` seconds before reading it all:
+    by ``readany``, or ``taking`` what is buffered at once as the gateway does (``take_buffered``)."""
     async with (
         aiohttp.ClientSession(connector=UpstreamConnector(), **session) as client,
         client.post(url + "/chat/completions", data=b"{}") as response,
@@ -49,7 +51,10 @@ async def read_slowly(url: str, *, wait: float = 0.3, **session: Any) -> tuple[b
         assert response.connection is not None and response.connection.protocol is not None
         calls = Calls(response.connection.protocol, "pause_reading", "resume_reading", "data_received")
         await asyncio.sleep(wait)
-        body = b"".join([data async for data in response.content.iter_any()])
+        content, pieces = response.content, []
+        while data := (take_buffered(content) if taking else None) or await content.readany():
+            pieces.append(data)
+        body = b"".join(pieces)
     return body, calls
 
 
@@ -64,6 +69,16 @@ async def test_a_stream_that_never_paused_is_read_without_resuming() -> None:
     assert [args for args in calls.seen["data_received"] if args == (b"",)] == []
 
 
+async def test_a_stream_taken_at_once_asks_to_resume_once() -> None:
+    events = [b'data: {"n":%d}\n\n' % n for n in range(44)]
+    async with raw_upstream(chunked(events)) as url:
+        body, calls = await read_slowly(url, wait=0.1, taking=True)
+    assert body == b"".join(events)
+    assert calls.seen["pause_reading"] == []
+    assert len(calls.seen["resume_reading"]) == 1
+
+
+@pytest.mark.parametrize("taking", [False, True], ids=["readany", "take_buffered"])
 @pytest.mark.parametrize(
     ("pieces", "why"),
     [
@@ -71,21 +86,22 @@ async def test_a_stream_that_never_paused_is_read_without_resuming() -> None:
         ([b"data: %d\n\n" % n for n in range(24_000)], "24,000 chunks: over the unread chunks a reader holds (16,384)"),
     ],
 )
-async def test_a_stream_over_the_readers_buffer_pauses_and_comes_whole(pieces: list[bytes], why: str) -> None:
+async def test_a_stream_over_the_readers_buffer_pauses_and_comes_whole(pieces: list[bytes], why: str, taking: bool) -> None:
     async with raw_upstream(chunked(pieces)) as url:
-        body, calls = await asyncio.wait_for(read_slowly(url), timeout=10)
+        body, calls = await asyncio.wait_for(read_slowly(url, taking=taking), timeout=10)
     assert body == b"".join(pieces), why
     assert calls.seen["pause_reading"], f"{why}: the connection never paused, so this tested nothing"
     assert len(calls.seen["resume_reading"]) >= len(calls.seen["pause_reading"])
 
 
-async def test_a_compressed_stream_that_grows_past_the_buffer_pauses_and_comes_whole() -> None:
+@pytest.mark.parametrize("taking", [False, True], ids=["readany", "take_buffered"])
+async def test_a_compressed_stream_that_grows_past_the_buffer_pauses_and_comes_whole(taking: bool) -> None:
     text = b"".join(b'data: {"choices":[{"delta":{"content":"token %d"}}]}\n\n' % n for n in range(120_000))
     packed = gzip.compress(text)
     assert len(packed) < 512 * 1024 < 4 * 1024 * 1024 < len(text)
     pieces = [packed[start : start + 16384] for start in range(0, len(packed), 16384)]
     async with raw_upstream(chunked(pieces, b"Content-Encoding: gzip")) as url:
-        body, calls = await asyncio.wait_for(read_slowly(url, auto_decompress=True), timeout=10)
+        body, calls = await asyncio.wait_for(read_slowly(url, taking=taking, auto_decompress=True), timeout=10)
     assert body == text
     assert calls.seen["pause_reading"]
 

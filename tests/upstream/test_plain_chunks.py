@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from aiohttp import StreamReader
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,19 +32,19 @@ JSON = dict[str, Any]
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
 
 
-class _Content:
+class _Content(StreamReader):
     """The body of an upstream's answer, as ``aiohttp``'s ``StreamReader`` hands it on:
-    these reads, then ``b""`` (the end). No read waits, so none can stall."""
-
-    total_bytes = 0  # what the stall watch asks (the reads here are not counted: no read waits)
+    these reads, then ``b""`` (the end). Nothing is ever buffered (each read is made as it
+    is asked for), so each comes from ``readany`` as it is; no read waits, so none can stall."""
 
     def __init__(self, reads: list[bytes]) -> None:
+        super().__init__(asyncio.Protocol(), 2**16, loop=asyncio.get_running_loop())
         self._reads = iter(reads)
 
     async def readany(self) -> bytes:
         return next(self._reads, b"")
 
-    def set_exception(self, exc: BaseException) -> None:
+    def set_exception(self, exc: BaseException, exc_cause: BaseException | None = None) -> None:
         raise AssertionError(f"a read that does not wait stalled: {exc!r}")
 
 

@@ -38,6 +38,7 @@ from toolwire.protocol import (
     WholeAnswer,
 )
 
+from ._buffered import take_buffered
 from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector, parser_said
 from ._limits import UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
@@ -467,7 +468,7 @@ class SSEBatches:
             while True:
                 stall.waiting_since = clock()
                 stall.read_to = content.total_bytes  # (a wait begins only once all that came is read)
-                data = await content.readany()
+                data = take_buffered(content) or await content.readany()  # (the former: the same, at once)
                 stall.waiting_since = None
                 if not data:
                     break
@@ -533,7 +534,7 @@ class SSEBatches:
         pieces, size = [first], len(first)
         while size <= limits.max_body_bytes:
             stall.waiting_since = clock()
-            data = await content.readany()
+            data = take_buffered(content) or await content.readany()
             stall.waiting_since = None
             if not data:
                 break
