@@ -10,8 +10,8 @@ most of an answer waiting when it reads, took an answer's 44 chunks in 44 such s
 
 What it reads and writes of the reader is aiohttp's (3.14, pinned in pyproject.toml):
 its buffer of chunks and the offset into the first, the buffered size and the cursor,
-the chunk ends, the low-water marks under which the connection resumes reading, the
-error to raise and the total-timeout timer. A reader in any state it does not handle
+the chunk ends, the connection (asked to resume reading, as readany asks it once the
+buffer is under its low-water marks), the error to raise and the total-timeout timer. A reader in any state it does not handle
 (nothing buffered, an error set, a first chunk partly read) is left to ``readany``;
 tests hold the two to the same bytes and the same flow control
 (tests/upstream/test_buffered.py). If aiohttp's reader no longer has those
@@ -23,8 +23,7 @@ from __future__ import annotations
 from aiohttp import StreamReader
 
 _READ = (
-    "_buffer", "_buffer_offset", "_size", "_cursor", "_http_chunk_splits", "_low_water", "_low_water_chunks",
-    "_exception", "_protocol", "_timer",
+    "_buffer", "_buffer_offset", "_size", "_cursor", "_http_chunk_splits", "_exception", "_protocol", "_timer",
 )
 if not set(_READ) <= set(StreamReader.__slots__):
     raise RuntimeError("this aiohttp keeps a body's reader differently: toolwire.upstream._buffered needs updating")
@@ -38,14 +37,15 @@ def take_buffered(content: StreamReader) -> bytes | None:
     if not buffer or content._exception is not None or content._buffer_offset:
         return None
     content._timer.assert_timeout()  # (as readany does; the endpoints' streams have no total timeout)
-    data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
+    data = b"".join(buffer)  # (one chunk alone is joined as itself, uncopied)
     buffer.clear()
-    size = len(data)
-    content._size -= size
-    cursor = content._cursor = content._cursor + size
+    content._size = 0
+    cursor = content._cursor = content._cursor + len(data)
     splits = content._http_chunk_splits
-    while splits and splits[0] < cursor:  # the ends of the chunks taken
+    while splits and splits[0] < cursor:  # the ends of the chunks taken (the last one, at the cursor, stays)
         splits.popleft()
-    if content._size < content._low_water and (splits is None or len(splits) < content._low_water_chunks):
-        content._protocol.resume_reading()  # (it may feed the buffer again: what comes is for the next read)
+    # Nothing is left buffered, and at most one chunk end: under both low-water marks, where
+    # readany's last step asks the connection to resume reading (it may feed the buffer again:
+    # what comes is for the next read).
+    content._protocol.resume_reading()
     return data
