@@ -49,7 +49,8 @@ class LineFormatter(logging.Formatter):
         """What ``format`` gives a record of these made at ``created``, with no arguments,
         exception or stack: ``LOG_FORMAT`` filled in."""
         msecs = int((created - int(created)) * 1000) + 0.0  # as logging.LogRecord computes it
-        return f"{self._clock(created, msecs)} {logging.getLevelName(levelno)} {name}: {message}"
+        asctime, levelname = self._clock(created, msecs), logging.getLevelName(levelno)
+        return LOG_FORMAT % {"asctime": asctime, "levelname": levelname, "name": name, "message": message}
 
     def _clock(self, created: float, msecs: float) -> str:
         second, kept = int(created), self._kept

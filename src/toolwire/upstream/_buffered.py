@@ -11,10 +11,10 @@ most of an answer waiting when it reads, took an answer's 44 chunks in 44 such s
 What it reads and writes of the reader is aiohttp's (3.14, pinned in pyproject.toml):
 its buffer of chunks and the offset into the first, the buffered size and the cursor,
 the chunk ends, the connection (asked to resume reading, as readany asks it once the
-buffer is under its low-water marks), the error to raise and the total-timeout timer. A reader in any state it does not handle
-(nothing buffered, an error set, a first chunk partly read) is left to ``readany``;
-tests hold the two to the same bytes and the same flow control
-(tests/upstream/test_buffered.py). If aiohttp's reader no longer has those
+buffer is under its low-water marks), the error to raise and the total-timeout timer. A
+reader in any state it does not handle (nothing buffered, an error set, a first chunk
+partly read) is left to ``readany``; tests hold the two to the same bytes and the same
+flow control (tests/upstream/test_buffered.py). If aiohttp's reader no longer has those
 attributes, importing this module fails at once, rather than reading some other way.
 """
 
