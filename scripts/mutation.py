@@ -27,10 +27,12 @@ counts, the score, and every surviving mutant, each either matched by an entry o
 ``mutation/equivalent.toml`` (a mutant that changes no behaviour, with the reason) or
 listed as "not killed". With ``--changed`` the report is printed and written to
 ``.cache/mutation/changed.md`` only; CI calls this mode, with ``--budget``. The changed
-modules are run package by package, each against its own tests (``run_changed``): each
-package may take an even share of the budget left (what one leaves goes to the next), and
-mutmut is stopped at the end of its share, the mutants it had not run yet left out of the
-counts (the report says how many). Each package is then judged on its own: a package whose report in ``mutation/`` meets the bar must meet it on the
+modules are run package by package, each against its own tests (``run_changed``; for
+``server``, whose tests take longer than the budget, only the test files that name a
+changed module): each package may take an even share of the budget left (what one leaves
+goes to the next), and mutmut is stopped at the end of its share, the mutants it had not
+run yet left out of the counts (the report says how many). Each package is then judged on
+its own: a package whose report in ``mutation/`` meets the bar must meet it on the
 mutants of the change too (exit status 1 otherwise); a package still under the bar is
 reported only, so that the work which brings it up is never blocked by it.
 
@@ -46,6 +48,7 @@ process itself: a function reached only through a child process has "no tests".
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
 import json
 import os
@@ -83,6 +86,11 @@ EXTRA_TESTS: dict[str, list[str]] = {
     # and test_shared_redis.py reach the gate only through gateway processes).
     "keys": ["tests/server/test_admin_api.py", "tests/cli/test_keys_command.py"],
 }
+
+# Packages whose tests, run once under mutmut's tracing, take longer than CI's whole budget
+# (tests/server: about 9 minutes, before a mutant has run). A change of theirs is run against
+# the test files that name a changed module (``test_files_naming``), not all of them.
+CHANGE_TESTS_BY_NAME = {"server"}
 
 # Packages reported in parts: part name -> glob patterns relative to the package's folder
 # (``*.py`` is the modules at its top only; subfolders are parts of their own).
@@ -232,6 +240,35 @@ def tests_for(package: str) -> list[str]:
     if not paths:
         raise SystemExit(f"no tests known for {package!r}: add it to EXTRA_TESTS in {__file__}")
     return paths
+
+
+def test_files_naming(package: str, modules: list[str]) -> list[str]:
+    """The test files of ``package`` (of ``known_tests``) that name one of ``modules``: its
+    dotted name (``toolwire.server._log_lines``), ``from <its package> import <it>``, or a
+    class or function it defines at its top (``LineHandler``). A mutant of a module is
+    reached by tests that import it, or what it defines; one reached only through other
+    modules is left out (it counts as not killed, "no tests")."""
+    words: set[str] = set()
+    for module in modules:
+        path = ROOT / module
+        dotted = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__")
+        parent, _, stem = dotted.rpartition(".")
+        words.add(rf"{re.escape(dotted)}(?!\.)")  # (not a module inside it)
+        words.add(rf"{re.escape(parent)} import [\w, ]*\b{re.escape(stem)}")
+        words |= {re.escape(name) for name in defined_names(path) if len(name) > 3}
+    naming = re.compile(rf"\b(?:{'|'.join(sorted(words))})\b")
+    found = []
+    for name in known_tests(package):
+        path = ROOT / name
+        files = sorted(path.rglob("test_*.py")) if path.is_dir() else [path]
+        found += [str(file.relative_to(ROOT)) for file in files if naming.search(file.read_text())]
+    return found
+
+
+def defined_names(path: Path) -> list[str]:
+    """The classes and functions a module defines at its top."""
+    tree = ast.parse(path.read_text())
+    return [node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def changed_files(base: str) -> list[Path]:
@@ -491,7 +528,8 @@ def run_changed(files: list[Path], command: str, jobs: int, budget: float | None
     packages whose tests are fewest first: each run has the budget left shared among the
     packages left, so what one does not use goes to those after it, and a package whose
     mutants take long (``server``: tests that start gateways) cannot spend the whole
-    budget and leave the others unjudged."""
+    budget and leave the others unjudged. A package of ``CHANGE_TESTS_BY_NAME`` is run
+    against the test files that name its changed modules only."""
     by_package: dict[str, list[str]] = {}
     for path in files:
         by_package.setdefault(package_of(path), []).append(str(path.relative_to(ROOT)))
@@ -503,7 +541,13 @@ def run_changed(files: list[Path], command: str, jobs: int, budget: float | None
         if share == 0.0:  # the budget is spent: nothing of this package runs
             outcomes.append(Outcome(package, command, dt.datetime.now(dt.UTC), 0.0, [], []))
             continue
-        outcome = run(f"changed-{package}", by_package[package], tests_for(package), command, jobs, share)
+        modules = by_package[package]
+        tests = test_files_naming(package, modules) if package in CHANGE_TESTS_BY_NAME else tests_for(package)
+        if not tests:
+            print(f"mutation: {package}: no test file names {', '.join(modules)}: not run")
+            outcomes.append(Outcome(package, command, dt.datetime.now(dt.UTC), 0.0, [], []))
+            continue
+        outcome = run(f"changed-{package}", modules, tests, command, jobs, share)
         outcomes.append(outcome.of_package(package))
     return outcomes
 

@@ -134,3 +134,60 @@ def test_without_a_budget_every_package_runs_unbounded() -> None:
     assert script.budget_share(None, 1000.0, 3) is None
     assert script.budget_share(420.0, 20.0, 4) == 100.0
     assert script.budget_share(420.0, 421.0, 1) == 0.0
+
+
+def test_a_slow_package_s_change_runs_against_the_test_files_that_name_its_modules(tmp_path: Path) -> None:
+    """``server``'s tests take longer than CI's budget under mutmut: a change of it is run
+    against the test files naming a changed module, by its dotted name, an import of it from
+    its package, or a class or function it defines."""
+    script = mutation_script()
+    source = tmp_path / "src" / "toolwire" / "pkg"
+    (source / "sub").mkdir(parents=True)
+    (source / "_widgets.py").write_text("class Widget:\n    pass\n\n\ndef make_widget():\n    pass\n\n\ndef run():\n    pass\n")
+    (source / "sub" / "__init__.py").write_text("")
+    tests = tmp_path / "tests" / "pkg"
+    tests.mkdir(parents=True)
+    files = {
+        "test_dotted.py": "from toolwire.pkg._widgets import thing\n",
+        "test_from_package.py": "from toolwire.pkg import other, _widgets\n",
+        "test_class.py": "def test():\n    assert Widget\n",
+        "test_function.py": "x = mod.make_widget()\n",
+        "test_short_name.py": "run()\n",  # three letters: too common a word to go by
+        "test_longer_name.py": "Widgets = 1\nmake_widgets()\ntoolwire.pkg._widgets_more\n",
+        "test_inside_sub.py": "import toolwire.pkg.sub.thing\n",
+    }
+    for name, text in files.items():
+        (tests / name).write_text(text)
+    (tests / "helpers.py").write_text("Widget\n")  # not a test file
+    script.ROOT, script.SOURCE = tmp_path, tmp_path / "src" / "toolwire"
+    assert script.test_files_naming("pkg", ["src/toolwire/pkg/_widgets.py"]) == [
+        "tests/pkg/test_class.py", "tests/pkg/test_dotted.py", "tests/pkg/test_from_package.py",
+        "tests/pkg/test_function.py",
+    ]
+    # A package's own __init__: its dotted name alone, not as the start of its modules' names.
+    assert script.test_files_naming("pkg", ["src/toolwire/pkg/sub/__init__.py"]) == []
+    (tests / "test_sub.py").write_text("import toolwire.pkg.sub\n")
+    assert script.test_files_naming("pkg", ["src/toolwire/pkg/sub/__init__.py"]) == ["tests/pkg/test_sub.py"]
+
+
+def test_a_slow_package_s_change_named_by_no_test_is_not_run(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    script = mutation_script()
+    ran: list[tuple[str, list[str]]] = []
+
+    def run(label: str, mutate: list[str], tests: list[str], command: str, jobs: int, budget: float | None):
+        ran.append((label, tests))
+        return script.Outcome(label, command, script.dt.datetime.now(script.dt.UTC), 1.0,
+                              [("toolwire.server._turn_writes", "killed")], [])
+
+    monkeypatch.setattr(script, "test_files_naming", lambda package, modules: {
+        ("src/toolwire/server/_turn_writes.py",): ["tests/server/test_turn_writes.py"],
+    }.get(tuple(modules), []))
+    monkeypatch.setattr(script, "run", run)
+    outcomes = script.run_changed([script.SOURCE / "server" / "_turn_writes.py"], "cmd", 2, 420.0)
+    assert ran == [("changed-server", ["tests/server/test_turn_writes.py"])]
+    assert [(outcome.label, outcome.total) for outcome in outcomes] == [("server", 1)]
+    ran.clear()
+    outcomes = script.run_changed([script.SOURCE / "server" / "_uvicorn.py"], "cmd", 2, 420.0)
+    assert ran == []
+    assert [(outcome.label, outcome.total) for outcome in outcomes] == [("server", 0)]
+    assert "mutation: server: no test file names src/toolwire/server/_uvicorn.py: not run" in capsys.readouterr().out
