@@ -11,9 +11,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from unittest import mock
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.observed import exchange
 from toolwire.server._log_lines import (
@@ -124,6 +127,16 @@ def test_the_time_is_printed_as_logging_prints_it(created: float) -> None:
         assert formatter.formatTime(record, "%H") == standard.formatTime(record, "%H")
 
 
+@given(created=st.floats(min_value=0.0, max_value=4e9), levelno=st.sampled_from([logging.INFO, logging.WARNING, 25]))
+def test_a_line_is_what_logging_formats_for_a_record_made_at_that_moment(created: float, levelno: int) -> None:
+    """``LineFormatter.line`` (the line written without a record) against a record that
+    logging itself makes at the same moment: the milliseconds rounded as logging rounds
+    them (e.g. a moment's fraction of .5006 second is ",500"), the level's name."""
+    with mock.patch.object(time, "time", return_value=created):
+        record = logging.LogRecord("toolwire.exchange", levelno, __file__, 1, "a line", None, None)
+    assert LineFormatter().line(created, levelno, "toolwire.exchange", "a line") == logging.Formatter(LOG_FORMAT).format(record)
+
+
 def test_a_gateway_process_writes_its_lines_through_the_handler() -> None:
     """``configure_logging`` in a process of its own: lines logged in the event loop come
     out, in order, with nothing lost at exit."""
@@ -223,6 +236,8 @@ def test_the_line_handler_is_found_when_it_alone_would_write_the_record(line_log
     assert line_handler_for(line_logger, logging.INFO) is handler
     assert line_handler_for(line_logger, logging.WARNING) is handler
     assert line_handler_for(line_logger, logging.DEBUG) is None  # not enabled: logging says so
+    handler.setLevel(logging.INFO)
+    assert line_handler_for(line_logger, logging.INFO) is handler  # the handler's level met, not passed
 
 
 @pytest.mark.parametrize(
@@ -244,10 +259,16 @@ def test_anything_else_on_the_way_sends_the_record_through_logging(
     parent = line_logger.parent
     assert parent is not None
     [handler] = parent.handlers
+    # Each change alone would make logging write otherwise: every handler added is what
+    # the walk accepts in every way but the one the change is about.
     if change == "a second handler":
-        line_logger.addHandler(LineHandler(Stderr()))
+        second = LineHandler(Stderr())
+        second.setFormatter(LineFormatter())
+        line_logger.addHandler(second)
     elif change == "a handler of another kind":
-        parent.handlers = [logging.StreamHandler(Stderr())]
+        other = logging.StreamHandler(Stderr())
+        other.setFormatter(LineFormatter())
+        parent.handlers = [other]
     elif change == "a filter on the logger":
         line_logger.addFilter(lambda record: True)
     elif change == "a filter on the handler":
