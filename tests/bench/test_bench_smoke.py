@@ -40,6 +40,7 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
     # how fast the interpreter ran: the figure that tells a slow host from a quiet one
     assert re.search(rf"a fixed loop of Python \(a million additions of squares, `bench.run.interpreter_loop_ms`\) "
                      rf"took \*\*{NUMBER} ms\*\*, best of 5", report)
+    assert re.search(rf"of 20,000 small items \(`bench.run.memory_walk_ms`\) took \*\*{NUMBER} ms\*\*, best of 5", report)
     for writes in ("streams event by event", "writes each answer at once"):
         assert re.search(
             rf"\| added p50 latency, 1 connection \(upstream {writes}\) \| {NUMBER} ms \| {NUMBER} ms \|",
