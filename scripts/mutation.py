@@ -538,13 +538,11 @@ def run_changed(files: list[Path], command: str, jobs: int, budget: float | None
     started = time.monotonic()
     for index, package in enumerate(order):
         share = budget_share(budget, time.monotonic() - started, len(order) - index)
-        if share == 0.0:  # the budget is spent: nothing of this package runs
-            outcomes.append(Outcome(package, command, dt.datetime.now(dt.UTC), 0.0, [], []))
-            continue
         modules = by_package[package]
         tests = test_files_naming(package, modules) if package in CHANGE_TESTS_BY_NAME else tests_for(package)
         if not tests:
             print(f"mutation: {package}: no test file names {', '.join(modules)}: not run")
+        if share == 0.0 or not tests:  # the budget is spent, or nothing to run against: nothing of it runs
             outcomes.append(Outcome(package, command, dt.datetime.now(dt.UTC), 0.0, [], []))
             continue
         outcome = run(f"changed-{package}", modules, tests, command, jobs, share)
