@@ -16,7 +16,8 @@ measures is the client or the gateway in front of it, not this server:
   but back to back, so a loaded client finds most of the answer in one read;
   ``--pace-ms MS`` writes each event ``MS`` milliseconds after the one before it, as a model
   generating tokens does: each event is read on its own, and what a client spends per event
-  shows (the time between events is then the answer's length, so compare CPU, not requests/s;
+  shows (the body's end goes with the last event, ``[DONE]``, as a model server writes it;
+  the time between events is then the answer's length, so compare CPU, not requests/s;
   a client that pipelines requests on one connection would get paced answers interleaved:
   wrk and the gateways send the next request only after the answer);
 * not streaming: the same answer as one ``chat.completion`` JSON body;
@@ -170,6 +171,10 @@ class Answer:
             True: [_STREAM_HEAD + b"connection: close\r\n\r\n" + body[0], *body[1:], _LAST_CHUNK],
         }
         self.stream_burst = {close: b"".join(writes) for close, writes in self.stream_writes.items()}
+        # --pace-ms: the body's end goes with the last event, as a server whose stream is over
+        # writes it at once (a model server's end of body follows its [DONE] in microseconds;
+        # 5 ms later, it would hold each client's connection upstream that much longer).
+        self.paced_writes = {close: [*writes[:-2], writes[-2] + writes[-1]] for close, writes in self.stream_writes.items()}
         # --hold: the head, the role chunk and the first content chunk, then silence.
         self.hold_prefix = self.stream_writes[False][0] + body[1]
         json_body = orjson.dumps(completion(chunks))
@@ -332,7 +337,7 @@ class Connection(asyncio.Protocol):
                     server.held.add(transport)
                     return
                 if server.pace > 0:
-                    _paced(transport, answer.stream_writes[close], server.pace, close)
+                    _paced(transport, answer.paced_writes[close], server.pace, close)
                     return  # (a closing connection is closed after its last write)
                 if server.per_event:
                     for write in answer.stream_writes[close]:

@@ -64,9 +64,10 @@ async def _serving(upstream: canned.Upstream, client: Callable[[int], Awaitable[
 def test_paced_events_come_apart_with_the_unpaced_bytes() -> None:
     upstream = canned.Upstream(pace=PACE)
     reads, closed = uvloop.run(_serving(upstream, _read_answer))
-    writes = upstream.text.stream_writes[False]
-    assert b"".join(data for _, data in reads) == b"".join(writes)
-    assert len(reads) == len(writes)  # each event read on its own
+    writes = upstream.text.paced_writes[False]
+    assert b"".join(data for _, data in reads) == b"".join(upstream.text.stream_writes[False])
+    assert len(reads) == len(writes) == len(upstream.text.events)  # each event read on its own
+    assert reads[-1][1].endswith(b"data: [DONE]\n\n\r\n" + canned._LAST_CHUNK)  # the body ends with the last event
     assert reads[-1][0] - reads[0][0] >= (len(writes) - 1) * PACE
     assert not closed  # keep-alive
 
