@@ -14,6 +14,19 @@ only the new items are parsed, translated and serialized), against what the same
 request costs parsed, translated and serialized whole (the first request of a session,
 or with the history cache off).
 
+The same turns again with the processor's caches evicted before each request
+(``evict_caches``: a buffer larger than the last-level cache written through), its steps
+then taken back to back, and the request let go after another eviction: the memory-bound
+part of a turn, which the hot figures hide. A long session's turn passes over its
+history's items several times (the item list of the request and of the kept history, the
+Chat messages of the translation, their freeing: thousands of objects each time) and over
+its bytes (the comparison of the known prefix, the Chat body's copy); hot, those passes
+hit the cache. Cold, this is an upper bound: the code and the interpreter's own objects
+are evicted too, which a served turn partly finds in cache. Inside a serving gateway on
+2026-12-06 (marks around the calls, medians over 600 continuing 800-turn turns) the parse
+took 264 us and the translation 250 us: between the hot figures (142, 77) and the cold
+ones (453, 247) measured here the same hour.
+
 Per stream chunk: a fresh ``ChatStreamTranslator`` per iteration gets ``start()``, every
 chunk of the canned upstream answer through ``feed`` (timed as one loop, divided by the
 number of chunks), then ``finish()``. "Pipeline" adds what the gateway does around
@@ -82,6 +95,28 @@ class TurnCost:
     whole_serialize_us: float
     whole_total_us: float
     requests: int  # continuing requests measured
+    # each continuing request again, the caches evicted before each step (evict_caches)
+    cold_parse_us: float = 0.0
+    cold_translate_us: float = 0.0
+    cold_serialize_us: float = 0.0
+    cold_free_us: float = 0.0  # the request, its translation and its Chat body let go
+    cold_total_us: float = 0.0  # parse + translate + serialize + free
+
+
+EVICTION_BYTES = 128 * 1024 * 1024
+"""Larger than any last-level cache of the machines the bench runs on (32 MB on the AMD
+EPYC host; 2026-12-06)."""
+_CACHE_LINE = 64
+_eviction_buffer = bytearray()
+
+
+def evict_caches() -> None:
+    """Push this process's data out of the processor's caches: write one byte in every
+    cache line of a buffer larger than the last-level cache (about 10 ms)."""
+    global _eviction_buffer
+    if not _eviction_buffer:
+        _eviction_buffer = bytearray(EVICTION_BYTES)
+    _eviction_buffer[::_CACHE_LINE] = bytes([_eviction_buffer[0] ^ 1]) * (EVICTION_BYTES // _CACHE_LINE)
 
 
 def _median_ns(function: Callable[[], Any], iterations: int, warmup: int) -> float:
@@ -217,6 +252,7 @@ def history_cost(turns: int, series: int, passes: int) -> TurnCost:
             samples["serialize"].append(done - translated_at)
             samples["total"].append(done - started)
         KNOWN_HISTORIES.clear()
+    cold = _cold_turns(bodies, passes)
     whole_data = bodies[-1]
     capacity = KNOWN_HISTORIES.max_bytes
     KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, 0)  # no history: every request whole
@@ -238,7 +274,42 @@ def history_cost(turns: int, series: int, passes: int) -> TurnCost:
         whole_serialize_us=whole_serialize * _NS,
         whole_total_us=(whole_parse + whole_translate + whole_serialize) * _NS,
         requests=len(samples["total"]),
+        cold_parse_us=cold["parse"], cold_translate_us=cold["translate"], cold_serialize_us=cold["serialize"],
+        cold_free_us=cold["free"], cold_total_us=cold["total"],
     )
+
+
+def _cold_turns(bodies: list[bytes], passes: int) -> dict[str, float]:
+    """``history_cost``'s continuing requests, each timed from ``evict_caches`` (its steps
+    back to back, as a served turn takes them), then let go after another; medians in
+    microseconds."""
+    from toolwire.protocol import KNOWN_HISTORIES
+
+    parse_request, translate_request, _, _ = translator_parts()
+    clock = time.perf_counter_ns
+    samples: dict[str, list[float]] = {"parse": [], "translate": [], "serialize": [], "free": [], "total": []}
+    KNOWN_HISTORIES.clear()
+    for _ in range(passes):
+        translate_request(parse_request(bodies[0])).wire_body()  # the session starts: not measured
+        for data in bodies[1:]:
+            evict_caches()
+            started = clock()
+            request = parse_request(data)
+            parsed = clock()
+            translated = translate_request(request)
+            translated_at = clock()
+            chat = orjson.dumps(translated.wire_body())
+            done = clock()
+            parse, translate, serialize = parsed - started, translated_at - parsed, done - translated_at
+            evict_caches()  # (a served request is let go after its answer streamed)
+            started = clock()
+            del request, translated, chat
+            free = clock() - started
+            for name, value in (("parse", parse), ("translate", translate), ("serialize", serialize), ("free", free)):
+                samples[name].append(value)
+            samples["total"].append(parse + translate + serialize + free)
+        KNOWN_HISTORIES.clear()
+    return {name: statistics.median(values) * _NS for name, values in samples.items()}
 
 
 def measure(bodies: list[Body], quick: bool = False) -> dict[str, list[dict[str, Any]]]:
@@ -273,7 +344,9 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"session after {row['turns']} turns ({row['body_bytes']} B, {row['items']} items): per turn parse "
             f"{row['parse_us']:.0f} us, translate {row['translate_us']:.0f} us, serialize {row['serialize_us']:.0f} us,"
-            f" total {row['total_us']:.0f} us; whole {row['whole_total_us']:.0f} us"
+            f" total {row['total_us']:.0f} us; whole {row['whole_total_us']:.0f} us; cold caches: parse "
+            f"{row['cold_parse_us']:.0f} us, translate {row['cold_translate_us']:.0f} us, serialize "
+            f"{row['cold_serialize_us']:.0f} us, free {row['cold_free_us']:.0f} us, total {row['cold_total_us']:.0f} us"
         )
 
 

@@ -550,6 +550,23 @@ def _long_sessions(add: Any, results: dict[str, Any]) -> None:
                 f"{row['whole_serialize_us']:.0f} µs", f"**{row['whole_total_us']:.0f} µs**",
             ]))
         add("")
+        if "cold_total_us" in core_rows[0]:
+            add("The same continuing requests with the processor's caches evicted before each (`bench.core."
+                "evict_caches`), what grows with the history when nothing is in cache: each pass over the "
+                "history's items or bytes. An upper bound: a served turn finds some of it in cache (inside a "
+                "serving gateway an 800-turn turn's parse and translation took 264 and 250 µs on 2026-12-06).")
+            add("")
+            add(_row(["history (tool turns)", "cold: parse", "translate", "serialize", "freeing the request",
+                      "**total**", "over the same at 0 turns"]))
+            add(_row(["---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+            for row in core_rows:
+                add(_row([
+                    row["turns"], f"{row['cold_parse_us']:.0f} µs", f"{row['cold_translate_us']:.0f} µs",
+                    f"{row['cold_serialize_us']:.0f} µs", f"{row['cold_free_us']:.0f} µs",
+                    f"**{row['cold_total_us']:.0f} µs**",
+                    f"{row['cold_total_us'] - core_rows[0]['cold_total_us']:+.0f} µs",
+                ]))
+            add("")
     memory = sessions["memory"]
     add(
         f"The history cache's memory: a fresh gateway, then {memory['sessions']} different sessions of "

@@ -86,6 +86,9 @@ def test_quick_benchmark_run_reports_every_figure(tmp_path: Path) -> None:
         assert re.search(rf"^\| {turns}-{turns + 7} \| {NUMBER} kB \| \d+ \| {NUMBER} kB \| {NUMBER} ms \| "
                          rf"{NUMBER} ms \| \*\*[-+]{NUMBER} ms\*\* \|", report, re.M), turns
         assert re.search(rf"^\| {turns} \| {NUMBER} kB \| {NUMBER} µs \|", report, re.M), turns
+        # and with the caches evicted, against the shortest history
+        assert re.search(rf"^\| {turns} \| {NUMBER} µs \| {NUMBER} µs \| {NUMBER} µs \| {NUMBER} µs \| "
+                         rf"\*\*{NUMBER} µs\*\* \| [-+]{NUMBER} µs \|$", report, re.M), turns
     assert re.search(rf"\*\*{NUMBER} MB per session kept\*\*", report)
     # conversations continued by previous_response_id: a row per length (over HTTP, keeping none, over a
     # WebSocket), their memory
