@@ -593,13 +593,13 @@ async def test_a_client_that_stops_reading_is_dropped(monkeypatch: pytest.Monkey
     assert status_of(answers) == 200
 
 
-def _read_for(sock: socket.socket, seconds: float) -> int:
-    """Read whatever comes for ``seconds``: the bytes read."""
+def _read_for(sock: socket.socket, seconds: float, at_most: int) -> int:
+    """Read whatever comes for ``seconds``, up to ``at_most`` bytes: the bytes read."""
     sock.settimeout(0.05)
     read, deadline = 0, time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and read < at_most:
         with contextlib.suppress(TimeoutError):
-            read += len(sock.recv(65536))
+            read += len(sock.recv(min(65536, at_most - read)))
     return read
 
 
@@ -619,7 +619,10 @@ async def test_a_client_that_stops_reading_again_is_dropped_again(monkeypatch: p
                 before = await served.tripped()
                 sock.sendall(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
                 await asyncio.sleep(1)  # the first stall: the buffers on the way fill
-                read = await asyncio.to_thread(_read_for, sock, 0.5)  # taken again in time
+                # Taken again in time: a few MiB, not all that comes. Read for the whole half second
+                # at loopback speed, the stream could pass the upstream's 128 MiB bound, which would
+                # end it before the second stall (seen once, on a fast host).
+                read = await asyncio.to_thread(_read_for, sock, 0.5, 8 * 1024 * 1024)
                 during = await served.tripped()
                 closed = await asyncio.to_thread(hostile.closed.wait_for_first, 30)  # the second stall, for good
                 after = await served.tripped()
