@@ -95,7 +95,7 @@ class TurnCost:
     whole_serialize_us: float
     whole_total_us: float
     requests: int  # continuing requests measured
-    # each continuing request again, the caches evicted before each step (evict_caches)
+    # each continuing request again, from evicted caches (evict_caches; _cold_turns)
     cold_parse_us: float = 0.0
     cold_translate_us: float = 0.0
     cold_serialize_us: float = 0.0

@@ -150,7 +150,7 @@ async def test_bytes_that_stall(closing: list[HttpEndpoint], upstream: ChatUpstr
             async with stalling.stream_bytes(BODY) as chunks:
                 async for _ in chunks:
                     pass
-    assert stalled.value.message == "The upstream stream stalled for more than 0.3 s."
+    assert (stalled.value.message, stalled.value.code) == ("The upstream stream stalled for more than 0.3 s.", "upstream_timeout")
 
 
 async def test_a_body_held_open_after_its_end_marker_is_let_go(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
@@ -365,18 +365,21 @@ async def test_a_body_that_does_not_decompress_says_so(closing: list[HttpEndpoin
     )
 
 
-@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("status", [300, 301, 302, 307, 308])
 @pytest.mark.parametrize("key_header", ["bearer", "x-api-key"])
 async def test_a_redirect_is_not_followed_so_the_request_and_its_key_go_nowhere_else(
     closing: list[HttpEndpoint], status: int, key_header: Any
 ) -> None:
     """An upstream that redirects: the gateway says where to, and sends nothing there (aiohttp
     would follow, dropping ``Authorization`` for another host but not ``x-api-key``, and
-    resend the prompt either way); neither does its readiness check."""
-    async with raw_upstream([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"]) as elsewhere:
+    resend the prompt either way); neither does its readiness check. Nor is the request
+    sent again (a retry would find the answer queued after the redirect)."""
+    ok = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"]
+    async with raw_upstream(ok) as elsewhere:
         moved = b"HTTP/1.1 %d Moved\r\nLocation: %s/chat/completions\r\nContent-Length: 0\r\n\r\n" % (status, elsewhere.encode())
-        async with raw_upstream([moved], [moved]) as url:
-            redirecting = endpoint(closing, url, api_key="sk-secret", key_header=key_header)
+        async with raw_upstream([moved], ok, [moved]) as url:
+            redirecting = endpoint(closing, url, api_key="sk-secret", key_header=key_header,
+                                   retry=RetryPolicy(attempts=2, backoff_seconds=0.0))  # a 5xx would be retried
             error = await failure(redirecting.post_for_json(BODY))
             await redirecting.check()  # there: any answer will do
         other = endpoint(closing, elsewhere)
@@ -457,6 +460,22 @@ async def test_a_web_page_instead_of_the_api_is_named_not_passed_on(
     )
     assert error.message == f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
     assert error.status == (502 if status == 200 else status)
+
+
+@pytest.mark.parametrize("content_type", [b"text/plain", b"application/json"])
+async def test_a_web_page_is_known_by_its_first_mark_whatever_its_type_says(
+    closing: list[HttpEndpoint], content_type: bytes
+) -> None:
+    """A page served as another type (a proxy's own page, a static file server) is known
+    by its first character past any blank: ``<``."""
+    page = b" \r\n\t<html><body>Not here</body></html>"
+    head = b"HTTP/1.1 404 Whatever\r\nContent-Type: %b\r\nContent-Length: %d\r\n\r\n" % (content_type, len(page))
+    async with raw_upstream([head + page]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == (
+        f'The upstream at {url} answered HTTP 404 Whatever with an HTML page ("Not here"), not an API\'s answer: '
+        "is that the API's address (often ending in /v1)?"
+    )
 
 
 async def test_a_server_error_page_keeps_its_words_without_asking_for_the_address(closing: list[HttpEndpoint]) -> None:
