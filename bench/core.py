@@ -95,7 +95,7 @@ class TurnCost:
     whole_serialize_us: float
     whole_total_us: float
     requests: int  # continuing requests measured
-    # each continuing request again, from evicted caches (evict_caches; _cold_turns)
+    # each continuing request again, from evicted caches (evict_caches; _continuing_turns)
     cold_parse_us: float = 0.0
     cold_translate_us: float = 0.0
     cold_serialize_us: float = 0.0
@@ -233,26 +233,8 @@ def history_cost(turns: int, series: int, passes: int) -> TurnCost:
 
     parse_request, translate_request, _, _ = translator_parts()
     bodies = [body.data for body in session_series(turns, series + 1)]
-    clock = time.perf_counter_ns
-    samples: dict[str, list[float]] = {"parse": [], "translate": [], "serialize": [], "total": []}
-    KNOWN_HISTORIES.clear()
-    for _ in range(passes):
-        parse_request(bodies[0]).history()  # the session starts: learned whole, not measured
-        translate_request(parse_request(bodies[0]))
-        for data in bodies[1:]:
-            started = clock()
-            request = parse_request(data)
-            parsed = clock()
-            translated = translate_request(request)
-            translated_at = clock()
-            orjson.dumps(translated.wire_body())
-            done = clock()
-            samples["parse"].append(parsed - started)
-            samples["translate"].append(translated_at - parsed)
-            samples["serialize"].append(done - translated_at)
-            samples["total"].append(done - started)
-        KNOWN_HISTORIES.clear()
-    cold = _cold_turns(bodies, passes)
+    median = _continuing_turns(bodies, passes, cold=False)
+    cold = _continuing_turns(bodies, passes, cold=True)
     whole_data = bodies[-1]
     capacity = KNOWN_HISTORIES.max_bytes
     KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, 0)  # no history: every request whole
@@ -265,7 +247,6 @@ def history_cost(turns: int, series: int, passes: int) -> TurnCost:
         whole_serialize = _median_ns(lambda: orjson.dumps(chat), iterations, 1)
     finally:
         KNOWN_HISTORIES.configure(KNOWN_HISTORIES.max_entries, capacity)
-    median = {name: statistics.median(values) * _NS for name, values in samples.items()}
     return TurnCost(
         turns=turns, body_bytes=len(whole_data), items=len(request.input_items()), chat_bytes=len(orjson.dumps(chat)),
         parse_us=median["parse"], translate_us=median["translate"], serialize_us=median["serialize"],
@@ -273,26 +254,33 @@ def history_cost(turns: int, series: int, passes: int) -> TurnCost:
         whole_parse_us=whole_parse * _NS, whole_translate_us=whole_translate * _NS,
         whole_serialize_us=whole_serialize * _NS,
         whole_total_us=(whole_parse + whole_translate + whole_serialize) * _NS,
-        requests=len(samples["total"]),
+        requests=passes * (len(bodies) - 1),
         cold_parse_us=cold["parse"], cold_translate_us=cold["translate"], cold_serialize_us=cold["serialize"],
         cold_free_us=cold["free"], cold_total_us=cold["total"],
     )
 
 
-def _cold_turns(bodies: list[bytes], passes: int) -> dict[str, float]:
-    """``history_cost``'s continuing requests, each timed from ``evict_caches`` (its steps
-    back to back, as a served turn takes them), then let go after another; medians in
-    microseconds."""
+def _continuing_turns(bodies: list[bytes], passes: int, *, cold: bool) -> dict[str, float]:
+    """Each of ``bodies`` after the first continuing the one before, ``passes`` times (each
+    pass starts the session over: its first request is whole, not measured): the medians of
+    parse, translate, serialize and their total, in microseconds. ``cold``: each request
+    timed from ``evict_caches`` (its steps back to back, as a served turn takes them), then
+    let go after another, timed too ("free", in the total); hot, the one before is let go
+    as the next is parsed."""
     from toolwire.protocol import KNOWN_HISTORIES
 
     parse_request, translate_request, _, _ = translator_parts()
     clock = time.perf_counter_ns
-    samples: dict[str, list[float]] = {"parse": [], "translate": [], "serialize": [], "free": [], "total": []}
+    samples: dict[str, list[float]] = {"parse": [], "translate": [], "serialize": [], "total": []}
+    if cold:
+        samples["free"] = []
     KNOWN_HISTORIES.clear()
     for _ in range(passes):
-        translate_request(parse_request(bodies[0])).wire_body()  # the session starts: not measured
+        parse_request(bodies[0]).history()  # the session starts: learned whole, not measured
+        translate_request(parse_request(bodies[0]))
         for data in bodies[1:]:
-            evict_caches()
+            if cold:
+                evict_caches()
             started = clock()
             request = parse_request(data)
             parsed = clock()
@@ -300,14 +288,18 @@ def _cold_turns(bodies: list[bytes], passes: int) -> dict[str, float]:
             translated_at = clock()
             chat = orjson.dumps(translated.wire_body())
             done = clock()
-            parse, translate, serialize = parsed - started, translated_at - parsed, done - translated_at
-            evict_caches()  # (a served request is let go after its answer streamed)
-            started = clock()
-            del request, translated, chat
-            free = clock() - started
-            for name, value in (("parse", parse), ("translate", translate), ("serialize", serialize), ("free", free)):
-                samples[name].append(value)
-            samples["total"].append(parse + translate + serialize + free)
+            samples["parse"].append(parsed - started)
+            samples["translate"].append(translated_at - parsed)
+            samples["serialize"].append(done - translated_at)
+            total = done - started
+            if cold:
+                evict_caches()  # (a served request is let go after its answer streamed)
+                freeing = clock()
+                del request, translated, chat
+                freed = clock() - freeing
+                samples["free"].append(freed)
+                total += freed
+            samples["total"].append(total)
         KNOWN_HISTORIES.clear()
     return {name: statistics.median(values) * _NS for name, values in samples.items()}
 
