@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from toolwire.protocol import PlainChunks, PlainContentFrames, plain_content
+from toolwire.protocol import PlainChunks, PlainContentFrames, WholeAnswer, plain_content
 
 JSON = dict[str, Any]
 ENVELOPE: JSON = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
@@ -290,3 +290,10 @@ def test_plain_chunks_give_back_every_chunk_parsed() -> None:
     chunks = PlainChunks("ab", b"".join(frame(m) for m in made))
     assert chunks.objects() == made
     assert (chunks.text, repr(chunks)) == ("ab", "PlainChunks('ab')")
+
+
+def test_a_whole_answer_holds_the_object_that_came_and_shows_it() -> None:
+    answer: JSON = {"id": "chatcmpl-1", "object": "chat.completion", "choices": []}
+    whole = WholeAnswer(answer)
+    assert whole.answer is answer
+    assert repr(whole) == f"WholeAnswer({answer!r})"

@@ -98,6 +98,8 @@ def test_a_call_whose_payload_is_not_text_is_added_and_done_as_it_is() -> None:
         ("queued", "response.completed", "completed"),
         (None, "response.completed", "completed"),
         (5, "response.completed", "completed"),
+        (["failed"], "response.completed", "completed"),  # not a status, nor looked up as one (a list is unhashable)
+        ({"failed": True}, "response.completed", "completed"),
     ],
 )
 def test_the_terminal_event_is_the_one_the_status_says(status: Any, terminal: str, ended: str) -> None:

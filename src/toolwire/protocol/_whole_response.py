@@ -31,8 +31,7 @@ def response_as_events(answer: JSON) -> list[JSON]:
             "code": code if isinstance(code, str) and code else "server_error",
             "message": message if isinstance(message, str) and message else "The upstream reported an error.",
         }
-        failed = {key: value for key, value in answer.items() if key != "error"}
-        events.append({"type": "response.failed", "response": {**failed, "status": "failed", "output": [], "error": failure}})
+        events.append({"type": "response.failed", "response": {**answer, "status": "failed", "output": [], "error": failure}})
         return events
     output = answer.get("output")
     items = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else []
