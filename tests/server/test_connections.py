@@ -391,6 +391,57 @@ async def test_a_body_s_clock_starts_again_when_the_gateway_reads_again(monkeypa
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_body_reaches_the_app_byte_for_byte_however_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body in pieces of every size around uvicorn's 64 kB mark, some of them arriving
+    while the app is not reading (so several wait together) and a second body on the same
+    connection: each message the app takes is ``bytes``, and they add up to each body as
+    sent, nothing of one in the other."""
+    config = chat_config("http://127.0.0.1:9/v1", **{**BOUNDS, "client_body_timeout": 10.0})
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    taken: list[list[Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if await served_lifespan(scope, receive, send):
+            return
+        messages: list[Any] = []
+        taken.append(messages)
+        more = True
+        while more:
+            await asyncio.sleep(0.02)  # meanwhile the client sends on: what came waits together
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            messages.append(message["body"])
+            more = message["more_body"]
+        answer = str(sum(map(len, messages))).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", str(len(answer)).encode())]})
+        await send({"type": "http.response.body", "body": answer})
+
+    sizes = [1, 65_535, 65_536, 65_537, 1_000, 300_000, 7, 1_000_000, *[20_000] * 5]
+    first = [bytes([65 + index % 26]) * size for index, size in enumerate(sizes)]
+    second = [bytes([97 + index % 26]) * 1_000 for index in range(40)]  # each while the app waits: some wait together
+    async with uvicorn_serving(app, config.server) as (url, _):
+        client = await Served(url).connect()
+        for pieces in (first, second):
+            close = b"Connection: close\r\n" if pieces is second else b""
+            await client.send(REQUEST_HEAD + f"Content-Length: {sum(map(len, pieces))}\r\n".encode() + close + b"\r\n")
+            for piece in pieces:
+                await client.send(piece)
+                await asyncio.sleep(0.002)
+            if pieces is first:  # the answer before the next request: not pipelined, whose body uvicorn reads later at once
+                head = await asyncio.wait_for(client.reader.readuntil(b"\r\n\r\n"), 30)
+                told = await client.reader.readexactly(len(str(sum(map(len, first)))))
+                assert status_of(head) == 200 and int(told) == sum(map(len, first))
+        answer = await client.until_closed()
+        client.close()
+    assert status_of(answer) == 200 and answer.endswith(str(sum(map(len, second))).encode())
+    assert [b"".join(messages) for messages in taken] == [b"".join(first), b"".join(second)]
+    assert all(type(body) is bytes for messages in taken for body in messages)
+    assert all(len(messages) > 1 for messages in taken)  # each body came in several messages
+    assert max(map(len, taken[1])) > 1_000  # some of them several pieces that waited together
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_a_request_answered_before_its_body_is_not_answered_again_when_the_body_stalls(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,8 +10,8 @@ that drips in is waited for; a client that stops reading holds its stream foreve
 busy, and sends no ``retry-after``; and a body still arriving after its answer cancels
 the keep-alive timer without arming it again.
 
-``BoundedHttpToolsProtocol`` is that protocol (the same parser and request cycle, so the
-hot path is unchanged) with a bound on each, in the manner of nginx, every one counted
+``BoundedHttpToolsProtocol`` is that protocol (the same parser and request cycle) with a
+bound on each, in the manner of nginx, every one counted
 (``count_limit``) under the name of its setting:
 
 * **head**: complete within ``client_header_timeout`` of the connection's start or, on a
@@ -39,6 +39,9 @@ hot path is unchanged) with a bound on each, in the manner of nginx, every one c
   descriptors. A connection upgraded to a WebSocket keeps its place, busy, until the
   WebSocket closes (``DrainingWebSocketProtocol.on_connection_lost``); an upgrade asked
   for when every place is busy is answered 503 with ``retry-after`` too.
+
+One change on the hot path: a body's chunks wait for the app as they came (``BodyChunks``),
+not copied into uvicorn's ``bytearray`` and out of it again.
 
 The limits are read once per process from the configuration the app factory reads
 (``toolwire serve`` puts it in the environment); uvicorn builds this protocol by name
@@ -348,6 +351,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
         self._body_last = self.loop.time()
+        cycle = self.cycle
+        if cycle is not None and type(cycle.body) is bytearray and not cycle.body:
+            cycle.body = BodyChunks()  # type: ignore[assignment]  # (uvicorn's own, empty: see BodyChunks)
         super().on_body(body)
 
     def _reading_resumed(self) -> None:
@@ -473,6 +479,36 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         )
         self.transport.write(b"".join(head) + body)
         self.transport.close()
+
+
+class BodyChunks:
+    """A request body's chunks as they came, where uvicorn's request cycle keeps them
+    (``cycle.body``) until the app takes them, in place of its ``bytearray``.
+
+    uvicorn adds each chunk (``+=``), measures what is waiting (``len``, against the 64 kB
+    past which it stops reading) and, for each ``http.request`` message, takes it
+    (``bytes()``) and starts again with an empty ``bytearray``, which ``on_body`` replaces
+    with one of these before the next chunk is added. The ``bytearray`` copied each chunk in
+    and out again: twice the body, 2.8 MB for a long Codex session's turn. Here a message
+    is its chunks joined, one chunk alone given as it is (the usual case, as uvicorn stops
+    reading once a chunk is waiting past the mark)."""
+
+    __slots__ = ("_chunks", "_size")
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def __iadd__(self, chunk: bytes) -> BodyChunks:
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        return self
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self._chunks)  # (one chunk alone is joined as itself, uncopied)
 
 
 class _ReadingWatched(FlowControl):
