@@ -267,6 +267,8 @@ def test_hosted_tools_and_tool_search_pass_when_supported() -> None:
             {"type": "function", "name": "collaboration__list_agents"},
         ),
         ({"type": "function", "name": "undeclared"}, {"type": "function", "name": "undeclared"}),
+        # the client's tool_search tool, named by a choice of another type: the function it became
+        ({"type": "custom", "name": "tool_search"}, {"type": "function", "name": "tool_search"}),
         (
             {
                 "type": "allowed_tools",

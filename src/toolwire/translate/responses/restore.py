@@ -225,9 +225,10 @@ class ResponsesStreamRestorer(WrittenAnswer):
         self._write_input(call, index, text)
 
     def _renamed_arguments(self, event: JSON) -> JSON:
-        """``function_call_arguments.done`` may name the function: the client's name."""
+        """An arguments event may name the function (``done`` does; a backend's deltas may
+        too): the client's name."""
         name = event.get("name")
-        if event["type"] != "response.function_call_arguments.done" or not isinstance(name, str):
+        if not isinstance(name, str):
             return event
         client_name = self._items.function_name(name)
         return event if client_name is None else {**event, "name": client_name}
