@@ -441,6 +441,53 @@ async def test_a_body_reaches_the_app_byte_for_byte_however_it_comes(monkeypatch
     assert max(map(len, taken[1])) > 1_000  # some of them several pieces that waited together
 
 
+def test_body_chunks_are_measured_and_given_joined_and_one_alone_as_it_came() -> None:
+    """What uvicorn asks of the body waiting for the app: ``+=``, ``len`` (against its
+    64 kB mark) and ``bytes()``."""
+    assert (len(_connections.BodyChunks()), bytes(_connections.BodyChunks())) == (0, b"")
+    one, first, second = _connections.BodyChunks(), b"a" * 70_000, b"b" * 3
+    one += first
+    assert len(one) == 70_000 and bytes(one) is first  # not copied
+    one += second
+    assert len(one) == 70_003 and bytes(one) == first + second
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_body_waits_for_the_app_as_the_chunks_it_came_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each request's body waits in a ``BodyChunks`` (uvicorn's ``bytearray`` would copy it
+    in and out again): the chunks they were given are the body, byte for byte."""
+    config = chat_config("http://127.0.0.1:9/v1", **{**BOUNDS, "client_body_timeout": 10.0})
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    given: list[bytes] = []
+
+    class Watched(_connections.BodyChunks):
+        def __iadd__(self, chunk: bytes) -> Watched:
+            given.append(chunk)
+            super().__iadd__(chunk)
+            return self
+
+    monkeypatch.setattr(_connections, "BodyChunks", Watched)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if await served_lifespan(scope, receive, send):
+            return
+        more = True
+        while more:
+            message = await receive()
+            more = message["type"] == "http.request" and message["more_body"]
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    bodies = [b"x" * 300_000, b"y" * 10]
+    async with uvicorn_serving(app, config.server) as (url, _):
+        client = await Served(url).connect()
+        for body in bodies:
+            await client.send(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            assert status_of(await asyncio.wait_for(client.reader.readuntil(b"\r\n\r\n"), 30)) == 204
+        client.close()
+    assert b"".join(given) == b"".join(bodies)
+
+
 @pytest.mark.usefixtures("fresh_table")
 async def test_a_request_answered_before_its_body_is_not_answered_again_when_the_body_stalls(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch

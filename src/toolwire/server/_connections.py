@@ -352,8 +352,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_bytes += len(body)
         self._body_last = self.loop.time()
         cycle = self.cycle
-        if cycle is not None and type(cycle.body) is bytearray and not cycle.body:
-            cycle.body = BodyChunks()  # type: ignore[assignment]  # (uvicorn's own, empty: see BodyChunks)
+        if type(cycle.body) is bytearray and not cycle.body:  # uvicorn's own, empty: see BodyChunks
+            cycle.body = BodyChunks()  # type: ignore[assignment]
         super().on_body(body)
 
     def _reading_resumed(self) -> None:
