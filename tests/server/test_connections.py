@@ -420,22 +420,23 @@ async def test_a_body_reaches_the_app_byte_for_byte_however_it_comes(monkeypatch
     sizes = [1, 65_535, 65_536, 65_537, 1_000, 300_000, 7, 1_000_000, *[20_000] * 5]
     first = [bytes([65 + index % 26]) * size for index, size in enumerate(sizes)]
     second = [bytes([97 + index % 26]) * 1_000 for index in range(40)]  # each while the app waits: some wait together
+    sent = [b"".join(first), b"".join(second)]
     async with uvicorn_serving(app, config.server) as (url, _):
         client = await Served(url).connect()
-        for pieces in (first, second):
+        for pieces, body in zip((first, second), sent, strict=True):
             close = b"Connection: close\r\n" if pieces is second else b""
-            await client.send(REQUEST_HEAD + f"Content-Length: {sum(map(len, pieces))}\r\n".encode() + close + b"\r\n")
+            await client.send(REQUEST_HEAD + f"Content-Length: {len(body)}\r\n".encode() + close + b"\r\n")
             for piece in pieces:
                 await client.send(piece)
                 await asyncio.sleep(0.002)
             if pieces is first:  # the answer before the next request: not pipelined, whose body uvicorn reads later at once
                 head = await asyncio.wait_for(client.reader.readuntil(b"\r\n\r\n"), 30)
-                told = await client.reader.readexactly(len(str(sum(map(len, first)))))
-                assert status_of(head) == 200 and int(told) == sum(map(len, first))
+                told = await client.reader.readexactly(len(str(len(body))))
+                assert status_of(head) == 200 and int(told) == len(body)
         answer = await client.until_closed()
         client.close()
-    assert status_of(answer) == 200 and answer.endswith(str(sum(map(len, second))).encode())
-    assert [b"".join(messages) for messages in taken] == [b"".join(first), b"".join(second)]
+    assert status_of(answer) == 200 and answer.endswith(str(len(sent[1])).encode())
+    assert [b"".join(messages) for messages in taken] == sent
     assert all(type(body) is bytes for messages in taken for body in messages)
     assert all(len(messages) > 1 for messages in taken)  # each body came in several messages
     assert max(map(len, taken[1])) > 1_000  # some of them several pieces that waited together

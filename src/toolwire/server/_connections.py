@@ -11,8 +11,8 @@ busy, and sends no ``retry-after``; and a body still arriving after its answer c
 the keep-alive timer without arming it again.
 
 ``BoundedHttpToolsProtocol`` is that protocol (the same parser and request cycle) with a
-bound on each, in the manner of nginx, every one counted
-(``count_limit``) under the name of its setting:
+bound on each, in the manner of nginx, every one counted (``count_limit``) under the name
+of its setting:
 
 * **head**: complete within ``client_header_timeout`` of the connection's start or, on a
   kept-alive connection, of its first byte (else 408; a connection that sent nothing is
