@@ -146,7 +146,7 @@ class StreamPath:
 
     def _sse_batches(self, reader: aiohttp.StreamReader) -> SSEBatches:
         # as the Chat backend reads: plain chunks from their bytes once their shape is known
-        return SSEBatches(_Response(reader), 300.0, parse_json_object, frames=PlainContentFrames())  # type: ignore[arg-type]
+        return SSEBatches(_Response(reader), 300.0, parse_json_object, frames=PlainContentFrames(), where="the canned upstream")  # type: ignore[arg-type]
 
     async def _batches(self, reader: aiohttp.StreamReader) -> None:
         async for _ in self._sse_batches(reader):

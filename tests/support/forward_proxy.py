@@ -50,6 +50,7 @@ class ForwardProxy(ThreadedServer):
         self._requests = Recorded[ProxiedRequest]("proxied request")
         self._session: aiohttp.ClientSession | None = None
         self._tunnels: asyncio.Server | None = None
+        self._open_tunnels: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -78,11 +79,17 @@ class ForwardProxy(ThreadedServer):
         if self._tunnels is not None:
             self._tunnels.close()
             self._tunnels = None
+        for tunnel in list(self._open_tunnels):  # a client's kept-alive tunnel ends with the proxy
+            tunnel.cancel()
+        await asyncio.gather(*self._open_tunnels, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
             self._session = None
 
     async def _tunnel(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._open_tunnels.add(task)
         try:
             head = (await client_reader.readuntil(b"\r\n\r\n")).decode("latin-1")
             method, target, _ = head.split("\r\n", 1)[0].split(" ", 2)
@@ -100,6 +107,7 @@ class ForwardProxy(ThreadedServer):
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
+            self._open_tunnels.discard(task)
             client_writer.close()
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:

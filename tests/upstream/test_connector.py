@@ -14,7 +14,7 @@ import pytest
 
 from tests.upstream.raw_upstream import raw_upstream
 from toolwire.upstream._buffered import take_buffered
-from toolwire.upstream._connector import UpstreamConnector
+from toolwire.upstream._connector import UpstreamConnector, parser_said
 
 
 def chunked(pieces: list[bytes], *headers: bytes) -> list[bytes | float]:
@@ -119,3 +119,25 @@ async def test_the_connector_refuses_an_aiohttp_that_makes_connections_another_w
     with pytest.raises(RuntimeError) as raised:
         UpstreamConnector()
     assert str(raised.value) == "this aiohttp makes its connections differently: UpstreamConnector needs updating"
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        # aiohttp's C parser: the fault, a blank line, the bytes it stopped at, a caret under them
+        ("Invalid character in chunk size:\n\n    b'zz'\n      ^", "Invalid character in chunk size: b'zz'"),
+        ("Invalid header value char:\n\n    b'X'", "Invalid header value char: b'X'"),  # no caret: still three lines
+        ("Bad status line:\n  Expected HTTP/\n    b'SMTP'", "Bad status line:"),  # the second line is not blank
+        ("Data after the body\n\n    b'zz'", "Data after the body"),  # the first line ends with no colon
+        ("Invalid method:\n\n", "Invalid method:"),  # nothing quoted
+        ("  Invalid method  ", "Invalid method"),
+    ],
+)
+def test_what_a_parser_said_is_told_on_one_line(message: str, said: str) -> None:
+    assert parser_said(message) == said
+
+
+def test_what_a_parser_said_is_bounded() -> None:
+    """The bytes it quotes are cut at 200 characters, a message of one line at 500."""
+    assert parser_said("Bad chunk:\n\n" + "z" * 300 + "\n  ^") == "Bad chunk: " + "z" * 200
+    assert parser_said("y" * 600 + "\nnext line") == "y" * 500

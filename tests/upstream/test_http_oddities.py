@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import aiohttp.client_proto
+import aiohttp.connector
+import aiohttp.http_exceptions
 import aiohttp.http_parser
 import orjson
 import pytest
+import trustme
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
 from tests.support.forward_proxy import ForwardProxy
@@ -23,12 +28,30 @@ from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolE
 from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
 from toolwire.upstream import _http as http_module
+from toolwire.upstream._connector import MalformedBody
 from toolwire.upstream._http import StreamStalled, parse_json_object
 
 from .raw_upstream import HOLD, raw_upstream
 
 BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 ONCE = RetryPolicy(attempts=1)
+
+
+def causes(error: BaseException) -> list[BaseException]:
+    """``error`` and the chain of its causes, in order."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None:
+        chain.append(cause)
+        cause = cause.__cause__
+    return chain
+
+
+async def timed_failure(call: Any) -> tuple[UpstreamError, float]:
+    """The error ``call`` fails with, and the seconds it took to fail."""
+    started = asyncio.get_running_loop().time()
+    error = await failure(call)
+    return error, asyncio.get_running_loop().time() - started
 
 
 async def failure(call: Any) -> UpstreamError:
@@ -63,6 +86,8 @@ async def test_a_head_that_is_not_http(closing: list[HttpEndpoint]) -> None:
     assert type(error) is UpstreamProtocolError and error.__cause__ is not None
     assert error.message.startswith(f"The upstream at {url} answered with a response the gateway cannot read: ")
     assert "\n" not in error.message
+    # the parser's own error stays at the end of the chain, for the log
+    assert isinstance(causes(error)[-1], aiohttp.http_exceptions.BadStatusLine)
 
 
 async def test_a_head_the_parser_refuses_is_told_on_one_line(closing: list[HttpEndpoint]) -> None:
@@ -223,6 +248,33 @@ async def test_requests_and_checks_go_through_the_proxy(
     assert "proxy-authorization" not in upstream.requests[0].headers
 
 
+async def test_an_https_upstreams_requests_carry_the_proxy_credentials_on_the_tunnel_alone(
+    closing: list[HttpEndpoint], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through a proxy, an https upstream is reached by a CONNECT tunnel: the proxy's
+    credentials go on the CONNECT, and never inside the tunnel, where the upstream reads them."""
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("upstream.invalid").configure_cert(server_context)
+    trusted = tmp_path / "test-ca.pem"
+    authority.cert_pem.write_to_path(str(trusted))
+    # aiohttp's verifying context, made once at its import, trusting the test's authority
+    monkeypatch.setattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", ssl.create_default_context(cafile=str(trusted)))
+    with ChatUpstream(ssl_context=server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
+        tls_upstream.enqueue(Text("tunnelled"))
+        port = tls_upstream.port
+        remote = f"https://upstream.invalid:{port}/v1"
+        through = endpoint(closing, remote, proxy=Proxy(proxy.tunnel_url, {"Proxy-Authorization": "Basic dTpw"}))
+        answer = await through.post_for_json(BODY)
+        tunnels, sent = proxy.requests, tls_upstream.requests
+    assert answer["choices"][0]["message"]["content"] == "tunnelled"
+    assert [(t.method, t.url, t.proxy_authorization) for t in tunnels] == [
+        ("CONNECT", f"upstream.invalid:{port}", "Basic dTpw")
+    ]
+    assert [r.path for r in sent] == ["/v1/chat/completions"]
+    assert "proxy-authorization" not in sent[0].headers
+
+
 async def test_a_cookie_set_under_a_host_name_is_not_sent_back(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:
     upstream.enqueue(HttpError(400, {"error": {"message": "no"}}, headers={"Set-Cookie": "session=alice; Path=/"}), Text("ok"))
     named = endpoint(closing, f"http://localhost:{upstream.port}/v1")
@@ -339,7 +391,10 @@ async def test_a_body_that_breaks_http_framing_fails_at_once_and_says_so(
                         assert [chunk async for chunk in chunks] == [first]
     said = "Invalid character in chunk size: b'zz'" if parser == "C" else "TransferEncodingError: zz"
     assert broken.value.message == f"The upstream's answer has a body the gateway cannot read: {said}."
-    assert broken.value.status == 502 and broken.value.__cause__ is not None
+    assert broken.value.status == 502
+    # the error, then what the body's reader was told, then what the parser raised
+    told = [type(cause) for cause in causes(broken.value)[1:]]
+    assert told == ([MalformedBody, aiohttp.http_exceptions.HttpProcessingError] if parser == "C" else [aiohttp.http_exceptions.TransferEncodingError])
 
 
 @pytest.mark.parametrize("reader", ["stream", "post_for_json"])
@@ -405,9 +460,9 @@ async def test_an_upstream_that_takes_none_of_the_request_is_given_up_on(closing
     server = await asyncio.start_server(never_read, "127.0.0.1", 0, limit=1024)
     port = server.sockets[0].getsockname()[1]
     try:
-        silent = endpoint(closing, f"http://127.0.0.1:{port}", timeout=0.5, connect_timeout=0.5, min_send_rate=10**9,
-                          retry=RetryPolicy(attempts=3, backoff_seconds=0.0))
         body = b"x" * (32 * 2**20)
+        silent = endpoint(closing, f"http://127.0.0.1:{port}", timeout=0.25, connect_timeout=0.25,
+                          min_send_rate=len(body) * 2, retry=RetryPolicy(attempts=3, backoff_seconds=0.0))
         async with asyncio.timeout(30):
             error = await failure(silent.post(body))
     finally:
@@ -419,6 +474,26 @@ async def test_an_upstream_that_takes_none_of_the_request_is_given_up_on(closing
         "(the connect and read timeouts, and the time to send the body at the slowest rate allowed)."
     )
     assert (error.status, error.code, len(accepted)) == (504, "upstream_timeout", 1)
+    assert isinstance(error.__cause__, TimeoutError)
+
+
+async def test_an_answers_head_written_a_byte_at_a_time_is_bounded_as_a_whole(closing: list[HttpEndpoint]) -> None:
+    """Each of the head's bytes comes within the read timeout, which aiohttp counts from
+    the last byte: the head as a whole is bounded by the time a request is given (its
+    connect and read timeouts, its body's time to send), or such an upstream would hold
+    the request for as long as it liked."""
+    trickled: list[Any] = [b"HTTP/1.1 200 OK\r\n"]
+    for _ in range(40):
+        trickled += [0.1, b"X-Slow: y\r\n"]
+    trickled.append(b"Content-Length: 2\r\n\r\n{}")
+    async with raw_upstream(trickled) as url:
+        error, waited = await timed_failure(endpoint(closing, url, timeout=0.3, connect_timeout=0.3).post_for_json(BODY))
+    assert error.message == (
+        f"The upstream at {url} did not take the request ({len(BODY)} bytes) and answer it within 1 s "
+        "(the connect and read timeouts, and the time to send the body at the slowest rate allowed)."
+    )
+    assert (error.status, error.code) == (504, "upstream_timeout") and isinstance(error.__cause__, TimeoutError)
+    assert waited < 3.5, f"the head's 4 s were waited for ({waited:.1f} s)"
 
 
 WEB_PAGE = (
@@ -462,6 +537,19 @@ async def test_a_web_page_instead_of_the_api_is_named_not_passed_on(
     assert error.status == (502 if status == 200 else status)
 
 
+async def test_a_web_page_answering_a_stream_is_named_by_its_words_after_a_blank_read(closing: list[HttpEndpoint]) -> None:
+    """Blank bytes read alone before the page: nothing is told of it until its words come."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+    async with raw_upstream([head, b"\r\n", 0.05, b"<html><body>Sign in</body></html>"]) as url:
+        with pytest.raises(UpstreamError) as raised:
+            async with endpoint(closing, url).stream(BODY, parse_json_object) as batches:
+                [batch async for batch in batches]
+    assert raised.value.message == (
+        f'The upstream at {url} answered a streamed request with an HTML page ("Sign in"), not an API\'s answer: '
+        "is that the API's address (often ending in /v1)?"
+    )
+
+
 @pytest.mark.parametrize("content_type", [b"text/plain", b"application/json"])
 async def test_a_web_page_is_known_by_its_first_mark_whatever_its_type_says(
     closing: list[HttpEndpoint], content_type: bytes
@@ -476,6 +564,25 @@ async def test_a_web_page_is_known_by_its_first_mark_whatever_its_type_says(
         f'The upstream at {url} answered HTTP 404 Whatever with an HTML page ("Not here"), not an API\'s answer: '
         "is that the API's address (often ending in /v1)?"
     )
+
+
+async def test_a_pages_words_are_looked_for_in_its_first_16_kib(closing: list[HttpEndpoint]) -> None:
+    """A page of megabytes is not read through for its words: the first visible one here
+    begins at byte 16,384, one past what is looked at."""
+    page = b"<p " + b"a" * (16384 - 4) + b">Hidden words</p>"
+    assert page.index(b"Hidden") == 16384
+    head = b"HTTP/1.1 404 Whatever\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page)
+    async with raw_upstream([head + page]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == (
+        f"The upstream at {url} answered HTTP 404 Whatever with an HTML page, not an API's answer: "
+        "is that the API's address (often ending in /v1)?"
+    )
+
+
+def test_a_broken_stream_says_what_broke_it_in_at_most_500_characters() -> None:
+    assert http_module._stream_error(OSError("x" * 600), 1.0).message == "The upstream stream broke: " + "x" * 500 + "."
+    assert http_module._stream_error(OSError(), 1.0).message == "The upstream stream broke: OSError."
 
 
 async def test_a_server_error_page_keeps_its_words_without_asking_for_the_address(closing: list[HttpEndpoint]) -> None:
@@ -504,17 +611,19 @@ async def test_where_a_redirect_points_is_said_without_credentials_and_bounded(
     assert "secret" not in error.message
 
 
-@pytest.mark.parametrize("size", ["at the bound", "a byte over it"])
+@pytest.mark.parametrize("size", ["at the bound", "a byte over it", "the bound, then a blank byte"])
 async def test_a_whole_answer_to_a_streamed_request_read_over_several_reads(closing: list[HttpEndpoint], size: str) -> None:
     """Its pieces arrive apart (each read waited for, as a stream's), the whole bounded by
-    ``upstream_max_body_bytes``: as large as the bound is read, a byte more is refused."""
+    ``upstream_max_body_bytes``: as large as the bound is read, a byte more is refused,
+    even one that comes after the object is complete."""
     whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "x" * 300}}]})
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (len(whole) + 2)
-    answer = [head, b"\r\n", 0.05, whole[:7], 0.05, whole[7:200], 0.05, whole[200:]]
+    after = b"\n" if size == "the bound, then a blank byte" else b""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (len(whole) + 2 + len(after))
+    answer = [head, b"\r\n", 0.05, whole[:7], 0.05, whole[7:200], 0.05, whole[200:], 0.05, after]
     bound = len(whole) - (size == "a byte over it")  # (the blank line before it is no part of it)
     async with raw_upstream(answer) as url:
         reading = endpoint(closing, url, limits=UpstreamLimits(max_body_bytes=bound))
-        if size == "a byte over it":
+        if size != "at the bound":
             with pytest.raises(UpstreamLimitError):
                 async with reading.stream(BODY, parse_json_object) as batches:
                     [batch async for batch in batches]
@@ -526,6 +635,27 @@ async def test_a_whole_answer_to_a_streamed_request_read_over_several_reads(clos
     assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole) and batches.ended_cleanly
 
 
+async def test_a_whole_answer_taken_slowly_leaves_the_watch_looking_on_quietly(closing: list[HttpEndpoint]) -> None:
+    """The reader holds the whole answer's batch past the watch's next look: the watch
+    finds it not waiting, and nothing goes wrong in the event loop."""
+    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "hi"}}]})
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(whole)
+    loop = asyncio.get_running_loop()
+    troubles: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: troubles.append(context))
+    try:
+        async with (
+            raw_upstream([head, whole[:9], 0.05, whole[9:]]) as url,
+            endpoint(closing, url, timeout=0.2).stream(BODY, parse_json_object) as batches,
+        ):
+            async for batch in batches:
+                assert isinstance(batch[0], WholeAnswer)
+                await asyncio.sleep(0.5)  # two of the watch's looks
+    finally:
+        loop.set_exception_handler(None)
+    assert troubles == [] and batches.ended_cleanly
+
+
 async def test_a_whole_answer_that_stops_coming_stalls(closing: list[HttpEndpoint]) -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
     async with raw_upstream([head, b'{"id": ', HOLD]) as url:
@@ -533,6 +663,58 @@ async def test_a_whole_answer_that_stops_coming_stalls(closing: list[HttpEndpoin
             async with endpoint(closing, url, timeout=0.3).stream(BODY, parse_json_object) as batches:
                 [batch async for batch in batches]
     assert stalled.value.message == "The upstream stream stalled for more than 0.3 s."
+
+
+def trickled_json(status: bytes, pieces: int) -> list[Any]:
+    """An answer whose head comes at once and whose JSON body comes a few bytes every 0.1 s."""
+    text = orjson.dumps({"error": {"message": "slow " + "x" * (8 * pieces)}})
+    head = status + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(text)
+    step = -(-len(text) // pieces)
+    answer: list[Any] = [head]
+    for start in range(0, len(text), step):
+        answer += [text[start : start + step], 0.1]
+    return answer
+
+
+async def test_a_whole_answer_written_a_few_bytes_at_a_time_is_bounded_as_a_whole(closing: list[HttpEndpoint]) -> None:
+    """Each piece comes within the read timeout; the body as a whole is given the read
+    timeout and the time the largest body allowed takes at the slowest rate allowed."""
+    async with raw_upstream(trickled_json(b"HTTP/1.1 200 OK", 40)) as url:
+        slow = endpoint(closing, url, timeout=0.3, min_send_rate=2048, limits=UpstreamLimits(max_body_bytes=2048))
+        error, waited = await timed_failure(slow.post_for_json(BODY))
+    assert error.message == (
+        f"The upstream at {url} did not send its whole answer within 1.3 s of its head (the read timeout, "
+        "and the time to receive the largest answer allowed at the slowest rate allowed)."
+    )
+    assert (error.status, error.code) == (504, "upstream_timeout") and isinstance(error.__cause__, TimeoutError)
+    assert waited < 3.5, f"the body's 4 s were waited for ({waited:.1f} s)"
+
+
+async def test_an_error_answer_written_a_few_bytes_at_a_time_is_told_without_its_body(closing: list[HttpEndpoint]) -> None:
+    """The part of an error answer read for its message is bounded as a whole answer's
+    body is: what did not come in time is not waited for, and the status is still told."""
+    async with raw_upstream(trickled_json(b"HTTP/1.1 429 Too Many", 40)) as url:
+        slow = endpoint(closing, url, timeout=0.3, min_send_rate=64 * 1024)
+        error, waited = await timed_failure(slow.post_for_json(BODY))
+    assert (error.message, error.status) == ("The upstream answered HTTP 429 Too Many.", 429)
+    assert waited < 3.5, f"the body's 4 s were waited for ({waited:.1f} s)"
+
+
+async def test_a_whole_answer_to_a_streamed_request_written_a_few_bytes_at_a_time_is_one_event(
+    closing: list[HttpEndpoint],
+) -> None:
+    """A streamed request answered whole, the answer coming a few bytes every 0.1 s: each
+    piece comes within the read timeout, and the whole, one event, must come within the
+    event timeout."""
+    async with raw_upstream(trickled_json(b"HTTP/1.1 200 OK", 40)) as url:
+        slow = endpoint(closing, url, timeout=0.3, event_timeout=1.0)
+        with pytest.raises(UpstreamError) as ended:
+            async with slow.stream(BODY, parse_json_object) as batches:
+                [batch async for batch in batches]
+    assert ended.value.message == (
+        "The upstream stream brought no event for more than 1 s (only keep-alive comments, or an event that never ended)."
+    )
+    assert isinstance(ended.value.__cause__, StreamStalled) and ended.value.__cause__.kept_alive
 
 
 STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -576,22 +758,37 @@ async def test_a_silent_stream_stalls_at_the_read_timeout_however_long_the_event
     assert read == [[]]  # the one keep-alive
 
 
+@pytest.mark.parametrize("read", ["to its end", "not at all"])
+async def test_a_stream_let_go_closes_its_reading_at_once(closing: list[HttpEndpoint], read: str) -> None:
+    """The reading stops at ``[DONE]`` suspended after its last batch: leaving the stream
+    closes it then (its watch's timer stopped), not when the event loop finalizes it; a
+    stream never read is left as cleanly."""
+    async with (
+        raw_upstream([STREAM_HEAD, b'data: {"n": 1}\n\ndata: [DONE]\n\n']) as url,
+        endpoint(closing, url).stream(BODY, parse_json_object) as batches,
+    ):
+        if read == "to its end":
+            async for batch in batches:  # as a reader does: done once the stream says it ended
+                assert batch == [{"n": 1}] and batches.ended_cleanly
+                break
+            reading = batches._reading
+            assert reading is not None and reading.ag_frame is not None  # suspended, not closed yet
+    if read == "to its end":
+        assert reading.ag_frame is None  # closed
+    else:
+        assert batches._reading is None
+
+
 async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list[HttpEndpoint]) -> None:
     """Each event heard restarts the count: a stream three times as long as the read timeout,
-    an event every 0.3 s among keep-alives, is read to its end; so is a whole answer that
-    comes in pieces over longer than the timeout, each piece in time."""
+    an event every 0.3 s among keep-alives, is read to its end. (A whole answer is one
+    event: test_a_whole_answer_to_a_streamed_request_written_a_few_bytes_at_a_time_is_one_event.)"""
     events = [p for n in range(8) for p in (b": ping\n\n", 0.15, b'data: {"n": %d}\n\n' % n, 0.15)]
-    whole = orjson.dumps({"id": "chatcmpl-1", "choices": [{"index": 0, "message": {"content": "x" * 300}}]})
-    pieces = [p for start in range(0, len(whole), 60) for p in (whole[start : start + 60], 0.2)]
-    json_head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(whole)
-    async with raw_upstream([STREAM_HEAD, *events, b"data: [DONE]\n\n"], [json_head, *pieces]) as url:
+    async with raw_upstream([STREAM_HEAD, *events, b"data: [DONE]\n\n"]) as url:
         reading = endpoint(closing, url, timeout=0.5, event_timeout=0.5)
         async with reading.stream(BODY, parse_json_object) as batches:
             streamed = [item async for batch in batches for item in batch]
-        assert streamed == [{"n": n} for n in range(8)] and batches.ended_cleanly
-        async with reading.stream(BODY, parse_json_object) as batches:
-            [[answered]] = [batch async for batch in batches]
-    assert isinstance(answered, WholeAnswer) and answered.answer == orjson.loads(whole)
+    assert streamed == [{"n": n} for n in range(8)] and batches.ended_cleanly
 
 
 @pytest.fixture
@@ -655,12 +852,12 @@ async def test_a_whole_answer_said_to_be_an_event_stream_is_not_woken_and_still_
     closing: list[HttpEndpoint], quiet_every: float
 ) -> None:
     """A whole JSON answer whose content type says event stream, coming slowly (each piece
-    in time, the whole longer than both bounds), then stopping: no comment is fed into it,
-    each piece counts as heard, and the stop stalls at the read timeout."""
+    in time, the whole longer than the read timeout and than the watch's wakes), then
+    stopping: no comment is fed into it, and the stop stalls at the read timeout."""
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 1000\r\n\r\n"
     pieces = [piece for n in range(6) for piece in (b'{"id": "x"' if n == 0 else b" " * 10, 0.25)]
     async with raw_upstream([head, *pieces, HOLD]) as url:
-        reading = endpoint(closing, url, timeout=0.7, event_timeout=0.7)
+        reading = endpoint(closing, url, timeout=0.7, event_timeout=5.0)
         async with asyncio.timeout(10):
             read, ended = await read_timed(reading)
     assert read == [] and ended is not None

@@ -337,12 +337,16 @@ async def test_the_connections_to_an_upstream_are_bounded(upstream: ChatUpstream
     assert clean and batches and len(upstream.chat_requests) == 2
 
 
-async def test_a_streamed_request_answered_whole_comes_as_one_whole_answer(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:
+@pytest.mark.parametrize("pieces", ["blank, then the object in pieces", "blank and object in one piece"])
+async def test_a_streamed_request_answered_whole_comes_as_one_whole_answer(
+    endpoint: HttpEndpoint, upstream: ChatUpstream, pieces: str
+) -> None:
     """A server that ignores ``stream`` answers with one JSON object (in pieces, after
     blank lines): one batch holding it whole, and the stream ended cleanly."""
     whole = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "hi"}}]}
     raw = orjson.dumps(whole)
-    upstream.enqueue(Raw([b"\r\n", raw[:5], raw[5:]], content_type="application/json"))
+    written = [b"\r\n", raw[:5], raw[5:]] if pieces.startswith("blank, then") else [b"\r\n \n" + raw]
+    upstream.enqueue(Raw(written, content_type="application/json"))
     async with endpoint.stream(STREAMED, parse_json_object) as batches:
         read = [batch async for batch in batches]
     assert len(read) == 1 and len(read[0]) == 1

@@ -29,6 +29,7 @@ from toolwire.upstream import UpstreamLimits
 from toolwire.upstream._http import QUIET, SSEBatches, parse_json_object
 
 JSON = dict[str, Any]
+WHERE = "http://upstream.test/v1"
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
 
 
@@ -60,7 +61,7 @@ def read_batches(reads: list[bytes], *, plain: bool, limits: UpstreamLimits | No
 
     async def read() -> tuple[list[list[StreamItem]], bool]:
         frames = PlainContentFrames() if plain else None
-        batches = SSEBatches(_Response(reads), 5.0, parse_json_object, limits=limits, frames=frames)  # type: ignore[arg-type]
+        batches = SSEBatches(_Response(reads), 5.0, parse_json_object, limits=limits, frames=frames, where=WHERE)  # type: ignore[arg-type]
         return [batch async for batch in batches], batches.ended_cleanly
 
     return asyncio.run(read())
@@ -293,7 +294,7 @@ def test_a_reading_left_between_batches_goes_on_where_it_stopped() -> None:
     cut = whole.index(b"two") - 3
 
     async def read() -> list[list[StreamItem]]:
-        batches = SSEBatches(_Response([whole[:cut], whole[cut:]]), 5.0, parse_json_object)  # type: ignore[arg-type]
+        batches = SSEBatches(_Response([whole[:cut], whole[cut:]]), 5.0, parse_json_object, where=WHERE)  # type: ignore[arg-type]
         seen = []
         async for batch in batches:
             seen.append(batch)

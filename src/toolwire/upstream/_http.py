@@ -40,7 +40,7 @@ from toolwire.protocol import (
 
 from ._buffered import take_buffered
 from ._connector import BODY_READ_ERRORS, MalformedBody, UpstreamConnector, parser_said
-from ._limits import UpstreamLimits, read_at_most, read_prefix
+from ._limits import ERROR_BODY_BYTES, UpstreamLimits, read_at_most, read_prefix
 from ._proxy import Proxy, aiohttp_arguments, proxy_for
 
 if TYPE_CHECKING:
@@ -80,11 +80,6 @@ QUIET = b": the upstream says nothing yet\n\n"
 QUIET_EVERY = 15.0
 """Seconds of an upstream's silence after which its stream's reader hears that nothing came."""
 
-_SENT_AT_ONCE = 64 * 1024
-"""A request body this small goes out in one write, taken by the kernel at once (aiohttp
-waits for its buffer to drain only past 64 KiB); a larger one's sending is bounded."""
-
-
 class HttpEndpoint:
     """``POST {base_url}{path}`` over pooled keep-alive connections."""
 
@@ -110,8 +105,10 @@ class HttpEndpoint:
         """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
         ``check`` GETs under ``base_url``. A request, from its connect to its answer's
         head, is given ``connect_timeout`` and ``timeout`` and its body's time to send at
-        ``min_send_rate`` bytes per second. A streamed answer may go ``timeout`` without a
-        byte, and ``event_timeout`` without an event while it sends keep-alives."""
+        ``min_send_rate`` bytes per second; a whole answer's body (or the part of an error
+        answer read), ``timeout`` and its time to come at that rate. A streamed answer may
+        go ``timeout`` without a byte, and ``event_timeout`` without an event while it
+        sends keep-alives."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
         self.where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
@@ -162,12 +159,12 @@ class HttpEndpoint:
         """POST, retrying a failed connect or a 5xx; raises ``UpstreamError`` on any error."""
         attempt = 0
         while True:
-            # aiohttp bounds the connect and each read, not the sending: an upstream that
-            # takes none of a body larger than the sockets' buffers would hold it forever.
-            # A body the kernel takes at once (up to aiohttp's write buffer) needs no bound
-            # (and no timer: 0.4-0.8 % of a short request's instructions, bench/RESULTS.md 2026-12-06).
+            # aiohttp bounds the connect and each read, not the sending nor the answer's head
+            # as a whole: an upstream that takes none of a body larger than the sockets'
+            # buffers would hold it forever, and so would one that writes its head a byte
+            # at a time, each byte within the read timeout.
             allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_send_rate
-            bound = asyncio.timeout(allowed if len(body) > _SENT_AT_ONCE else None)
+            bound = asyncio.timeout(allowed)
             try:
                 async with bound:
                     response = await self._client().post(
@@ -190,18 +187,33 @@ class HttpEndpoint:
                 if response.status < 400:
                     error, retryable = _redirect_error(self.where, response), False
                 else:
-                    error, retryable = await _status_error(self.where, response), response.status >= 500
+                    within = self.whole_body_time(ERROR_BODY_BYTES)
+                    error, retryable = await _status_error(self.where, response, within), response.status >= 500
             if not retryable or attempt + 1 >= self._retry.attempts:
                 raise error
             await asyncio.sleep(self._retry.delay(attempt))
             attempt += 1
 
+    def whole_body_time(self, size: int) -> float:
+        """The time an answer's body of ``size`` bytes is given to come whole once its head
+        has: the read timeout (a server may send the head before it has the answer), and
+        the time to receive it at the slowest rate allowed. aiohttp bounds each read, not
+        the whole: a server writing a byte within each read timeout would hold it forever."""
+        return self.read_timeout + size / self._min_send_rate
+
     async def post_for_json(self, body: bytes) -> JSON:
-        """A whole (non-streamed) answer, which must be a JSON object."""
+        """A whole (non-streamed) answer, which must be a JSON object; its body read within
+        ``whole_body_time`` of the largest one allowed."""
         response = await self.post(body)
+        limit = self.limits.max_body_bytes
+        allowed = self.whole_body_time(limit)
+        bound = asyncio.timeout(allowed)
         try:
-            raw = await read_at_most(response, self.limits.max_body_bytes)
+            async with bound:
+                raw = await read_at_most(response, limit)
         except BODY_READ_ERRORS as exc:
+            if bound.expired():
+                raise _slow_body_error(self.where, allowed) from exc
             if (fault := _body_fault(exc)) is not None:
                 raise _unreadable_body(fault) from exc
             raise UpstreamError(f"The upstream connection broke: {_describe(exc)}.") from exc
@@ -315,7 +327,7 @@ class OpenStream:
             self._is_terminal,
             endpoint.limits,
             PlainContentFrames() if self._plain_chunks else None,
-            endpoint.where,
+            where=endpoint.where,
             event_timeout=endpoint.event_timeout,
         )
         return self._batches
@@ -423,12 +435,12 @@ class SSEBatches:
         is_terminal: Callable[[JSON], bool] | None = None,
         limits: UpstreamLimits | None = None,
         frames: PlainContentFrames | None = None,
-        where: str = "",
         *,
+        where: str,
         event_timeout: float = DEFAULT_UPSTREAM_EVENT_TIMEOUT,
     ) -> None:
         self._response = response
-        self._where = where  # for messages (else the response's URL)
+        self._where = where  # for messages: the upstream's address, without credentials
         self._limits = limits or UpstreamLimits()
         self._read_timeout = read_timeout
         self._event_timeout = event_timeout
@@ -492,8 +504,7 @@ class SSEBatches:
                         return
                     page = _web_page(begun, self._response.content_type) if begun else None
                     if page is not None:  # nor so (or it says it is one): a web page
-                        where = self._where or without_credentials(str(self._response.url))
-                        raise UpstreamProtocolError(_not_the_api(where, f"answered a streamed request with {page}"))
+                        raise UpstreamProtocolError(_not_the_api(self._where, f"answered a streamed request with {page}"))
                 if frames is not None:
                     batch = self._read_frames(data, decoder, frames)
                 else:
@@ -528,8 +539,9 @@ class SSEBatches:
 
     async def _whole_answer(self, first: bytes, stall: StallWatch) -> WholeAnswer:
         """The rest of a body that began as JSON, read to its end (each wait bounded as a
-        stream's, the whole by ``max_body_bytes``): a server or proxy that ignored
-        ``stream`` and answered whole."""
+        stream's, the whole by ``max_body_bytes``, and in time as one event that must end
+        within the event timeout): a server or proxy that ignored ``stream`` and answered
+        whole."""
         limits, content, clock = self._limits, self._response.content, stall.clock
         pieces, size = [first], len(first)
         while size <= limits.max_body_bytes:
@@ -538,7 +550,6 @@ class SSEBatches:
             stall.waiting_since = None
             if not data:
                 break
-            stall.heard = clock()  # each piece of the answer is the upstream answering
             pieces.append(data)
             size += len(data)
         if size > limits.max_body_bytes:
@@ -618,9 +629,10 @@ class StallWatch:
 
     Bytes alone are not an answer: a server that sends only keep-alive comments (``:
     ping``) would hold the stream open for ever. So the reader also says when it last
-    heard something of the answer (``heard``: an event, a piece of a whole answer), and
-    a wait that finds nothing heard for ``event_timeout`` ends the read too, told as kept
-    alive only. That bound is the longer one: a model server says it is alive while it
+    heard something of the answer (``heard``: an event; a whole answer is one, heard
+    once it has all come, or a server writing it a byte at a time would hold the stream
+    too), and a wait that finds nothing heard for ``event_timeout`` ends the read too,
+    told as kept alive only. That bound is the longer one: a model server says it is alive while it
     reads a long prompt (llama.cpp pings every 30 s), which can take minutes.
 
     And silence is no answer either, yet the stream's reader may have a client to keep
@@ -784,11 +796,13 @@ def _stream_error(exc: Exception, timeout: float) -> UpstreamError:
     return UpstreamError(f"The upstream stream broke: {_describe(exc)}.")
 
 
-async def _status_error(url: str, response: aiohttp.ClientResponse) -> UpstreamError:
+async def _status_error(url: str, response: aiohttp.ClientResponse, within: float) -> UpstreamError:
     """The upstream's error answer, with its own message, as an UpstreamError; a web page
-    instead of an API's error is named, not passed on (the address is likely wrong)."""
+    instead of an API's error is named, not passed on (the address is likely wrong). The
+    message is what of the body came ``within`` seconds: none when it did not all come."""
     try:
-        raw = await read_prefix(response)
+        async with asyncio.timeout(within):
+            raw = await read_prefix(response)
     except BODY_READ_ERRORS:
         raw = b""
     finally:
@@ -920,6 +934,15 @@ def _unsent_error(url: str, allowed: float, size: int, exc: BaseException) -> Up
     )
     error.__cause__ = exc
     return error
+
+
+def _slow_body_error(url: str, allowed: float) -> UpstreamError:
+    return UpstreamError(
+        f"The upstream at {url} did not send its whole answer within {round(allowed, 1):g} s of its head "
+        "(the read timeout, and the time to receive the largest answer allowed at the slowest rate allowed).",
+        status=504,
+        code="upstream_timeout",
+    )
 
 
 def _first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:

@@ -58,9 +58,8 @@ class ResponsesBackend(HttpBackend):
         # A previous_response_id was resolved by the gateway's own store (its items are
         # in ``input``): the backend has never seen that id.
         body.pop("previous_response_id", None)
-        restorer = partial(
-            ResponsesStreamRestorer, downgraded, response_id=response_id, created_at=created_at, model=request.model
-        )
+        # (under the client's name for the model: the restorer's default)
+        restorer = partial(ResponsesStreamRestorer, downgraded, response_id=response_id, created_at=created_at)
         return UpstreamCall(body, restorer, downgraded.warnings, list(downgraded.conversions))
 
     async def aclose(self) -> None:
