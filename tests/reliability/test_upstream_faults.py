@@ -172,6 +172,37 @@ def test_a_stalled_non_streaming_answer_is_504(faulty: GatewayProcess, upstream:
     assert assert_openai_error(response, 504)["code"] == "upstream_timeout"
 
 
+def dripped_answer(seconds: float) -> Raw:
+    """A whole JSON answer written a byte every 0.1 s for ``seconds``: each byte well within
+    the read timeout, the whole far longer than it."""
+    drips: list[bytes | float] = [b'{"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "']
+    for _ in range(int(seconds * 10)):
+        drips += [0.1, b"a"]
+    drips.append(b'"}, "finish_reason": "stop"}]}')
+    return Raw(drips, content_type="application/json")
+
+
+def test_a_whole_answer_written_a_byte_at_a_time_is_bounded_as_a_whole(
+    start_gateway: StartGateway, upstream: ChatUpstream
+) -> None:
+    """Non-streamed, the body must come within the read timeout and the largest body's time
+    at 1 MiB/s (here 1 s and 1 ms: a 504); streamed, the answer is one event, which must
+    come within the event timeout (2 s: ``response.failed``). Before, each byte restarted
+    the wait, and the request was held until the upstream chose to end it."""
+    gateway = start_gateway(upstream.base_url, *FLAGS, "--upstream-max-body-bytes", "1024", "--upstream-event-timeout", "2")
+    upstream.enqueue(dripped_answer(20), dripped_answer(20))
+    started = time.monotonic()
+    error = assert_openai_error(post(gateway, BODY), 504)
+    whole_at = time.monotonic() - started
+    assert error["code"] == "upstream_timeout" and "did not send its whole answer within 1 s" in error["message"], error
+    started = time.monotonic()
+    message = failure_message(stream(gateway, BODY, timeout=60))
+    streamed_at = time.monotonic() - started
+    assert "brought no event for more than 2 s" in message, message
+    assert whole_at < 10 and streamed_at < 10, (whole_at, streamed_at)  # not the 20 s the upstream would take
+
+
+# ---------------------------------------------------------------- faults once streaming has begun
 # ---------------------------------------------------------------- faults once streaming has begun
 
 

@@ -59,11 +59,18 @@ def serve(
     ] = False,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest request body accepted (413 above) [32 MiB].")] = None,
     upstream_timeout: Annotated[
-        float | None, typer.Option(help="Seconds to wait for the upstream's first byte (504), or between reads [300].")
+        float | None,
+        typer.Option(
+            help="Seconds to wait for the upstream's first byte (504), or between reads; with the time to move the bodies "
+            "at 1 MiB/s, also for an answer's head, and a whole answer's body, to come whole [300]."
+        ),
     ] = None,
     upstream_event_timeout: Annotated[
         float | None,
-        typer.Option(help="Seconds a stream may send only keep-alives (SSE comments), no event, before it fails [1800]."),
+        typer.Option(
+            help="Seconds a stream may send only keep-alives (SSE comments), no event, before it fails; a whole answer "
+            "to a streamed request is one event [1800]."
+        ),
     ] = None,
     upstream_retries: Annotated[
         int | None, typer.Option(help="Attempts for a failed connect or a 5xx before anything streamed [3].")
