@@ -92,6 +92,7 @@ EVERY_FLAG = {
     "--admin-key-env": "TW_TEST_ADMIN_KEYS",
     "--max-body-bytes": "1000000",
     "--upstream-timeout": "12.5",
+    "--upstream-event-timeout": "90",
     "--upstream-retries": "5",
     "--shutdown-grace": "7",
     "--ws-max-message-bytes": "2000000",
