@@ -118,7 +118,9 @@ def test_connections_spread_over_every_worker(upstream: ChatUpstream, tmp_path: 
         # The kernel hashes connections over the workers' sockets: each gets a fair share
         # (fewer than 4 of 24 on one side happens with probability ~1e-4 by chance).
         assert min(shares.values()) >= 4, shares
-        # Each worker logs its own exchanges.
+        # Each worker logs its own exchanges (a line once its exchange has closed, which
+        # may be just after its client had the whole answer).
+        wait_until(lambda: gateway.log().count('"outcome":"completed"') >= CONNECTIONS, timeout=10)
         assert gateway.log().count('"outcome":"completed"') == CONNECTIONS
 
 
