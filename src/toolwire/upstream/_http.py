@@ -187,14 +187,14 @@ class HttpEndpoint:
                 if response.status < 400:
                     error, retryable = _redirect_error(self.where, response), False
                 else:
-                    within = self.whole_body_time(ERROR_BODY_BYTES)
+                    within = self._whole_body_time(ERROR_BODY_BYTES)
                     error, retryable = await _status_error(self.where, response, within), response.status >= 500
             if not retryable or attempt + 1 >= self._retry.attempts:
                 raise error
             await asyncio.sleep(self._retry.delay(attempt))
             attempt += 1
 
-    def whole_body_time(self, size: int) -> float:
+    def _whole_body_time(self, size: int) -> float:
         """The time an answer's body of ``size`` bytes is given to come whole once its head
         has: the read timeout (a server may send the head before it has the answer), and
         the time to receive it at the slowest rate allowed. aiohttp bounds each read, not
@@ -203,10 +203,10 @@ class HttpEndpoint:
 
     async def post_for_json(self, body: bytes) -> JSON:
         """A whole (non-streamed) answer, which must be a JSON object; its body read within
-        ``whole_body_time`` of the largest one allowed."""
+        ``_whole_body_time`` of the largest one allowed."""
         response = await self.post(body)
         limit = self.limits.max_body_bytes
-        allowed = self.whole_body_time(limit)
+        allowed = self._whole_body_time(limit)
         bound = asyncio.timeout(allowed)
         try:
             async with bound:
@@ -632,8 +632,9 @@ class StallWatch:
     heard something of the answer (``heard``: an event; a whole answer is one, heard
     once it has all come, or a server writing it a byte at a time would hold the stream
     too), and a wait that finds nothing heard for ``event_timeout`` ends the read too,
-    told as kept alive only. That bound is the longer one: a model server says it is alive while it
-    reads a long prompt (llama.cpp pings every 30 s), which can take minutes.
+    told as kept alive only. That bound is the longer one: a model server says it is
+    alive while it reads a long prompt (llama.cpp pings every 30 s), which can take
+    minutes.
 
     And silence is no answer either, yet the stream's reader may have a client to keep
     waiting (Codex gives up on a stream without events after 300 s): a wait of
