@@ -10,7 +10,6 @@ that the gateway trusts through ``SSL_CERT_FILE``, reached through the proxy's t
 from __future__ import annotations
 
 import base64
-import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,11 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-import trustme
 
 from tests.support.chat_upstream import ChatUpstream, Text
 from tests.support.forward_proxy import ForwardProxy
 from tests.support.gateway import UPSTREAM_KEY, GatewayProcess, free_port
+from tests.support.tls_authority import certified
 
 PROXY_SECRET = "proxy-pass-secret-5555"
 PROXY_AUTHORIZATION = "Basic " + base64.b64encode(f"tw-user:{PROXY_SECRET}".encode()).decode()
@@ -112,17 +111,13 @@ def test_a_proxy_toolwire_cannot_use_stops_serve_with_a_clear_reason(upstream: C
 
 
 def test_an_https_upstream_is_reached_through_a_tunnel_that_sees_only_the_proxy_credentials(tmp_path: Path) -> None:
-    authority = trustme.CA()
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("upstream.invalid").configure_cert(server_context)
-    trusted = tmp_path / "test-ca.pem"
-    authority.cert_pem.write_to_path(str(trusted))
-    with ChatUpstream(ssl_context=server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
+    certificate = certified("upstream.invalid", tmp_path)
+    with ChatUpstream(ssl_context=certificate.server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
         port = tls_upstream.port
         url = f"https://upstream.invalid:{port}/v1"
         env = {
             "HTTPS_PROXY": with_credentials(proxy.tunnel_url),
-            "SSL_CERT_FILE": str(trusted),
+            "SSL_CERT_FILE": str(certificate.authority_file),
         }
         with GatewayProcess(url, tmp_path / "gw.log", env=env) as gateway:
             tls_upstream.enqueue(Text("over TLS through the tunnel"))

@@ -19,11 +19,11 @@ import aiohttp.http_exceptions
 import aiohttp.http_parser
 import orjson
 import pytest
-import trustme
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
 from tests.support.forward_proxy import ForwardProxy
 from tests.support.hanging import hanging_port
+from tests.support.tls_authority import certified
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import WholeAnswer
 from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
@@ -199,7 +199,8 @@ async def test_a_connect_that_hangs_times_out_and_is_retried() -> None:
         finally:
             await hung.aclose()
     assert (error.status, error.code) == (502, "upstream_unreachable")
-    assert error.message.startswith(f"Cannot reach the upstream at {url}: ") and error.__cause__ is not None
+    assert error.message == f"Cannot reach the upstream at {url}: no connection within 0.3 s."
+    assert isinstance(error.__cause__, aiohttp.ConnectionTimeoutError)
     assert retry.waits == [0]  # one wait, before the second attempt
 
 
@@ -219,7 +220,25 @@ async def test_a_readiness_check_that_gets_no_answer_gives_up(closing: list[Http
         silent = HttpEndpoint(url, "/x", check_timeout=0.3)
         closing.append(silent)
         error = await asyncio.wait_for(failure(silent.check()), 30)
-    assert error.message == f"Cannot reach the upstream at {url}: TimeoutError." and error.__cause__ is not None
+    assert error.message == f"Cannot reach the upstream at {url}: no answer to GET /models within 0.3 s."
+    assert isinstance(error.__cause__, TimeoutError)
+
+
+async def test_the_default_connect_and_readiness_check_timeouts() -> None:
+    """An endpoint given no bounds gives up a connect that hangs after 10 s, and a readiness
+    check (its connect hanging too) after 5 s; each message says which bound it was."""
+    with hanging_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        hung = HttpEndpoint(url, "/x", retry=ONCE)
+        try:
+            (connect, connect_waited), (check, check_waited) = await asyncio.wait_for(
+                asyncio.gather(timed_failure(hung.post_for_json(BODY)), timed_failure(hung.check())), 60
+            )
+        finally:
+            await hung.aclose()
+    assert connect.message == f"Cannot reach the upstream at {url}: no connection within 10 s."
+    assert check.message == f"Cannot reach the upstream at {url}: no answer to GET /models within 5 s."
+    assert connect_waited >= 9.5 and check_waited >= 4.5, (connect_waited, check_waited)
 
 
 async def test_the_default_read_timeout() -> None:
@@ -253,14 +272,11 @@ async def test_an_https_upstreams_requests_carry_the_proxy_credentials_on_the_tu
 ) -> None:
     """Through a proxy, an https upstream is reached by a CONNECT tunnel: the proxy's
     credentials go on the CONNECT, and never inside the tunnel, where the upstream reads them."""
-    authority = trustme.CA()
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("upstream.invalid").configure_cert(server_context)
-    trusted = tmp_path / "test-ca.pem"
-    authority.cert_pem.write_to_path(str(trusted))
+    certificate = certified("upstream.invalid", tmp_path)
     # aiohttp's verifying context, made once at its import, trusting the test's authority
-    monkeypatch.setattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", ssl.create_default_context(cafile=str(trusted)))
-    with ChatUpstream(ssl_context=server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
+    trusted = ssl.create_default_context(cafile=str(certificate.authority_file))
+    monkeypatch.setattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", trusted)
+    with ChatUpstream(ssl_context=certificate.server_context) as tls_upstream, ForwardProxy(tls_upstream.port) as proxy:
         tls_upstream.enqueue(Text("tunnelled"))
         port = tls_upstream.port
         remote = f"https://upstream.invalid:{port}/v1"
@@ -462,7 +478,7 @@ async def test_an_upstream_that_takes_none_of_the_request_is_given_up_on(closing
     try:
         body = b"x" * (32 * 2**20)
         silent = endpoint(closing, f"http://127.0.0.1:{port}", timeout=0.25, connect_timeout=0.25,
-                          min_send_rate=len(body) * 2, retry=RetryPolicy(attempts=3, backoff_seconds=0.0))
+                          min_transfer_rate=len(body) * 2, retry=RetryPolicy(attempts=3, backoff_seconds=0.0))
         async with asyncio.timeout(30):
             error = await failure(silent.post(body))
     finally:
@@ -680,10 +696,10 @@ async def test_a_whole_answer_written_a_few_bytes_at_a_time_is_bounded_as_a_whol
     """Each piece comes within the read timeout; the body as a whole is given the read
     timeout and the time the largest body allowed takes at the slowest rate allowed."""
     async with raw_upstream(trickled_json(b"HTTP/1.1 200 OK", 40)) as url:
-        slow = endpoint(closing, url, timeout=0.3, min_send_rate=3072, limits=UpstreamLimits(max_body_bytes=2048))
+        slow = endpoint(closing, url, timeout=0.3, min_transfer_rate=4096, limits=UpstreamLimits(max_body_bytes=2048))
         error, waited = await timed_failure(slow.post_for_json(BODY))
-    assert error.message == (
-        f"The upstream at {url} did not send its whole answer within 1 s of its head (the read timeout, "
+    assert error.message == (  # 0.3 s, and 2048 bytes at 4096 a second
+        f"The upstream at {url} did not send its whole answer within 0.8 s of its head (the read timeout, "
         "and the time to receive the largest answer allowed at the slowest rate allowed)."
     )
     assert (error.status, error.code) == (504, "upstream_timeout") and isinstance(error.__cause__, TimeoutError)
@@ -694,7 +710,7 @@ async def test_an_error_answer_written_a_few_bytes_at_a_time_is_told_without_its
     """The part of an error answer read for its message is bounded as a whole answer's
     body is: what did not come in time is not waited for, and the status is still told."""
     async with raw_upstream(trickled_json(b"HTTP/1.1 429 Too Many", 40)) as url:
-        slow = endpoint(closing, url, timeout=0.3, min_send_rate=64 * 1024)
+        slow = endpoint(closing, url, timeout=0.3, min_transfer_rate=64 * 1024)
         error, waited = await timed_failure(slow.post_for_json(BODY))
     assert (error.message, error.status) == ("The upstream answered HTTP 429 Too Many.", 429)
     assert waited < 3.5, f"the body's 4 s were waited for ({waited:.1f} s)"

@@ -100,12 +100,12 @@ class HttpEndpoint:
         headers: Mapping[str, str] | None = None,
         check_path: str = "/models",
         limits: UpstreamLimits | None = None,
-        min_send_rate: float = 1024 * 1024,
+        min_transfer_rate: float = 1024 * 1024,
     ) -> None:
         """``headers`` are the wire's own (``anthropic-version``); ``check_path`` is what
         ``check`` GETs under ``base_url``. A request, from its connect to its answer's
         head, is given ``connect_timeout`` and ``timeout`` and its body's time to send at
-        ``min_send_rate`` bytes per second; a whole answer's body (or the part of an error
+        ``min_transfer_rate`` bytes per second; a whole answer's body (or the part of an error
         answer read), ``timeout`` and its time to come at that rate. A streamed answer may
         go ``timeout`` without a byte, and ``event_timeout`` without an event while it
         sends keep-alives."""
@@ -120,7 +120,7 @@ class HttpEndpoint:
         self.read_timeout = timeout
         self.event_timeout = event_timeout
         self._connect_timeout = connect_timeout
-        self._min_send_rate = min_send_rate
+        self._min_transfer_rate = min_transfer_rate
         self._url = self.base_url + path
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
         self._headers.update(headers or {})
@@ -128,6 +128,7 @@ class HttpEndpoint:
             self._headers["x-api-key"] = api_key
         elif api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._check_path = check_path
         self._check_url = self.base_url + check_path
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
         self._check_timeout = aiohttp.ClientTimeout(total=check_timeout)
@@ -163,7 +164,7 @@ class HttpEndpoint:
             # as a whole: an upstream that takes none of a body larger than the sockets'
             # buffers would hold it forever, and so would one that writes its head a byte
             # at a time, each byte within the read timeout.
-            allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_send_rate
+            allowed = self._connect_timeout + self.read_timeout + len(body) / self._min_transfer_rate
             bound = asyncio.timeout(allowed)
             try:
                 async with bound:
@@ -171,7 +172,7 @@ class HttpEndpoint:
                         self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
                     )
             except aiohttp.ConnectionTimeoutError as exc:
-                error, retryable = connect_error(self.where, exc), True
+                error, retryable = _unanswered(self.where, f"no connection within {self._connect_timeout:g} s", exc), True
             except TimeoutError as exc:
                 if bound.expired():
                     error, retryable = _unsent_error(self.where, allowed, len(body), exc), False
@@ -199,7 +200,7 @@ class HttpEndpoint:
         has: the read timeout (a server may send the head before it has the answer), and
         the time to receive it at the slowest rate allowed. aiohttp bounds each read, not
         the whole: a server writing a byte within each read timeout would hold it forever."""
-        return self.read_timeout + size / self._min_send_rate
+        return self.read_timeout + size / self._min_transfer_rate
 
     async def post_for_json(self, body: bytes) -> JSON:
         """A whole (non-streamed) answer, which must be a JSON object; its body read within
@@ -264,6 +265,9 @@ class HttpEndpoint:
                 self._check_url, headers=self._headers, timeout=self._check_timeout, allow_redirects=False, **self._via
             ) as response:
                 await read_prefix(response)
+        except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors too
+            within = f"no answer to GET {self._check_path} within {self._check_timeout.total:g} s"
+            raise _unanswered(self.where, within, exc) from exc
         except BODY_READ_ERRORS as exc:
             raise connect_error(self.where, exc) from exc
 
@@ -885,6 +889,13 @@ def connect_error(url: str, exc: BaseException) -> UpstreamError:
     error = UpstreamError(
         f"Cannot reach the upstream at {url}: {_describe(exc)}.", status=502, code="upstream_unreachable"
     )
+    error.__cause__ = exc
+    return error
+
+
+def _unanswered(url: str, what: str, exc: BaseException) -> UpstreamError:
+    """The upstream could not be reached in time: ``what`` says what was not done within which bound."""
+    error = UpstreamError(f"Cannot reach the upstream at {url}: {what}.", status=502, code="upstream_unreachable")
     error.__cause__ = exc
     return error
 
