@@ -10,6 +10,7 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 
@@ -177,6 +178,19 @@ async def test_a_refused_connection_is_retried_then_502_naming_the_upstream() ->
     assert error.message.startswith(f"Cannot reach the upstream at {url}: ")
     assert "Connect call failed" in error.message  # the cause's own words
     assert error.__cause__ is not None
+
+
+async def test_a_readiness_check_refused_says_so() -> None:
+    url = refused_url()
+    endpoint = HttpEndpoint(url, "/chat/completions")
+    try:
+        error = await failure(endpoint.check())
+    finally:
+        await endpoint.aclose()
+    assert (error.status, error.code) == (502, "upstream_unreachable")
+    assert error.message.startswith(f"Cannot reach the upstream at {url}: ")
+    assert "Connect call failed" in error.message  # the cause's own words
+    assert isinstance(error.__cause__, aiohttp.ClientConnectorError)
 
 
 async def test_a_connection_closed_before_any_answer_is_retried(endpoint: HttpEndpoint, upstream: ChatUpstream) -> None:

@@ -895,7 +895,7 @@ def connect_error(url: str, exc: BaseException) -> UpstreamError:
 
 def _unanswered(url: str, what: str, exc: BaseException) -> UpstreamError:
     """The upstream could not be reached in time: ``what`` says what was not done within which bound."""
-    error = UpstreamError(f"Cannot reach the upstream at {url}: {what}.", status=502, code="upstream_unreachable")
+    error = UpstreamError(f"Cannot reach the upstream at {url}: {what}.", code="upstream_unreachable")
     error.__cause__ = exc
     return error
 
