@@ -172,7 +172,7 @@ class HttpEndpoint:
                         self._url, data=body, headers=self._headers, allow_redirects=False, **self._via
                     )
             except aiohttp.ConnectionTimeoutError as exc:
-                error, retryable = _unanswered(self.where, f"no connection within {self._connect_timeout:g} s", exc), True
+                error, retryable = connect_error(self.where, exc, f"no connection within {self._connect_timeout:g} s"), True
             except TimeoutError as exc:
                 if bound.expired():
                     error, retryable = _unsent_error(self.where, allowed, len(body), exc), False
@@ -267,7 +267,7 @@ class HttpEndpoint:
                 await read_prefix(response)
         except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors too
             within = f"no answer to GET {self._check_path} within {self._check_timeout.total:g} s"
-            raise _unanswered(self.where, within, exc) from exc
+            raise connect_error(self.where, exc, within) from exc
         except BODY_READ_ERRORS as exc:
             raise connect_error(self.where, exc) from exc
 
@@ -885,17 +885,10 @@ def _error_fields(raw: bytes) -> tuple[str, str | None, str | None, str | None]:
     )
 
 
-def connect_error(url: str, exc: BaseException) -> UpstreamError:
-    error = UpstreamError(
-        f"Cannot reach the upstream at {url}: {_describe(exc)}.", status=502, code="upstream_unreachable"
-    )
-    error.__cause__ = exc
-    return error
-
-
-def _unanswered(url: str, what: str, exc: BaseException) -> UpstreamError:
-    """The upstream could not be reached in time: ``what`` says what was not done within which bound."""
-    error = UpstreamError(f"Cannot reach the upstream at {url}: {what}.", code="upstream_unreachable")
+def connect_error(url: str, exc: BaseException, what: str | None = None) -> UpstreamError:
+    """The upstream could not be reached: ``what`` says what was not done within which
+    bound (a timeout), else the cause's own words."""
+    error = UpstreamError(f"Cannot reach the upstream at {url}: {what or _describe(exc)}.", code="upstream_unreachable")
     error.__cause__ = exc
     return error
 
