@@ -12,6 +12,7 @@ import contextlib
 import gc
 import re
 import socket
+import struct
 import threading
 import time
 import weakref
@@ -391,6 +392,46 @@ async def test_a_body_s_clock_starts_again_when_the_gateway_reads_again(monkeypa
 
 
 @pytest.mark.usefixtures("fresh_table")
+async def test_a_body_that_stalls_once_the_gateway_reads_again_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the gateway does not read (the app has not taken the first 64 kB), the body's
+    check is put off without a busy wait; once it reads again, a client that sends nothing
+    more has a ``client_body_timeout`` from then, counted from zero bytes, and no longer.
+
+    All the client sends is read before reading pauses (the last piece alone crosses 64
+    kB), so no byte arrives when reading resumes to set a check of its own."""
+    timeout, paused_for = 1.0, 2.5
+    config = chat_config("http://127.0.0.1:9/v1", **{**BOUNDS, "client_body_timeout": timeout})
+    monkeypatch.setenv(CONFIG_ENV, config.model_dump_json())
+    cpu_while_paused: list[float] = []
+    received: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if await served_lifespan(scope, receive, send):
+            return
+        cpu = time.process_time()
+        await asyncio.sleep(paused_for)
+        cpu_while_paused.append(time.process_time() - cpu)
+        while (message := await receive())["type"] != "http.disconnect":
+            received.append(len(message["body"]))
+
+    first, last = b"x" * 65_000, b"y" * 1_000
+    async with uvicorn_serving(app, config.server) as (url, _):
+        head = REQUEST_HEAD + f"Content-Length: {len(first) + len(last) + 1_000}\r\n\r\n".encode()
+        client = await Served(url).connect(head + first)
+        await asyncio.sleep(0.3)  # read, under uvicorn's 64 kB mark
+        await client.send(last)
+        answer = await client.until_closed(timeout=30)
+        client.close()
+    assert status_of(answer) == 408
+    assert error_of(answer)["message"] == (
+        "The request body arrived too slowly: 0 bytes in 1 s, the last 1 s ago "
+        "(client_body_timeout 1 s, client_body_min_rate 1 bytes/s)."
+    )
+    assert sum(received) == len(first) + len(last)
+    assert cpu_while_paused[0] < paused_for / 2, "the check is put off, not retried at once"
+
+
+@pytest.mark.usefixtures("fresh_table")
 async def test_a_body_reaches_the_app_byte_for_byte_however_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A body in pieces of every size around uvicorn's 64 kB mark, some of them arriving
     while the app is not reading (so several wait together) and a second body on the same
@@ -517,6 +558,23 @@ async def test_a_body_that_ends_after_its_answer_leaves_the_connection_waiting_f
         after = await served.tripped()
     assert status_of(answer) == 404 and rest == b""
     assert grew(before, after, "keep_alive_timeout") == 1
+
+
+@pytest.mark.usefixtures("fresh_table")
+async def test_a_kept_alive_connection_s_next_head_has_the_whole_bound(upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each request's head is counted from its own first byte: after a request and its
+    answer, the next head on the connection may again have ``max_header_bytes``."""
+    partial = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Filler: "
+    partial += b"a" * (BOUNDS["max_header_bytes"] - len(partial))
+    async with bounded(upstream, monkeypatch, client_header_timeout=30, keep_alive_timeout=30) as served:
+        client = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await asyncio.wait_for(client.reader.readuntil(b'{"status":"ok"}'), 30)
+        await client.send(partial)
+        await asyncio.sleep(0.2)  # the piece read
+        await client.send(b"\r\n\r\n")
+        second = await client.until_closed()
+    assert status_of(first) == 200
+    assert status_of(second) == 200
 
 
 @pytest.mark.usefixtures("fresh_table")
@@ -847,7 +905,9 @@ async def test_a_connection_that_left_is_no_longer_one_to_make_room_with(
 
 
 @pytest.mark.usefixtures("fresh_table")
-@pytest.mark.parametrize("case", ["a head cut short", "a stream answered", "a stream its client left", "a WebSocket"])
+@pytest.mark.parametrize(
+    "case", ["a head cut short", "a stream answered", "a stream its client left", "a WebSocket", "a kept-alive one reset"]
+)
 async def test_a_closed_connection_is_let_go_without_the_cyclic_collector(
     upstream: ChatUpstream, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
@@ -859,7 +919,7 @@ async def test_a_closed_connection_is_let_go_without_the_cyclic_collector(
     for kind in (_connections.BoundedHttpToolsProtocol, DrainingWebSocketProtocol):
         monkeypatch.setattr(kind, "connection_made", _recording(kind.connection_made, protocols))
     upstream.enqueue(Stall(after_chunks=1, seconds=30) if case == "a stream its client left" else Text("let go"))
-    async with bounded(upstream, monkeypatch) as served:
+    async with bounded(upstream, monkeypatch, keep_alive_timeout=30) as served:  # no timer lets any go
         gc.collect()
         gc.disable()
         try:
@@ -872,6 +932,11 @@ async def test_a_closed_connection_is_let_go_without_the_cyclic_collector(
                 if case == "a head cut short":
                     client = await served.connect(b"POST /v1/resp")
                     assert await until(lambda: _connections.process_table().waiting == 1)
+                elif case == "a kept-alive one reset":  # its loss comes with an error (ECONNRESET)
+                    client = await served.connect(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    await asyncio.wait_for(client.reader.readuntil(b'{"status":"ok"}'), 30)
+                    sock = client.writer.get_extra_info("socket")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 else:
                     client = await served.connect(HELD_STREAM)
                     ending = b"response.completed" if case == "a stream answered" else b"response.created"

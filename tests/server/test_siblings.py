@@ -155,6 +155,7 @@ async def test_nonsense_gets_no_answer_and_the_worker_answers_on(tmp_path: Path,
         workers[1].answer("nothing", lambda argument: None)
         socket = tmp_path / "1.sock"
         assert await raw(socket, b"name x" * 400) == b""  # no line end within 1 KiB
+        assert await raw(socket, b"name " + b"x" * 2000 + b"\n") == b""  # a whole line, past 1 KiB
         assert await raw(socket, b"name x", close=True) == b""  # the line never ends
         assert await raw(socket, b"\xff\xfe\n") == b""  # not UTF-8
         assert await raw(socket, b"unknown x\n") == b""

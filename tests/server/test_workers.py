@@ -276,3 +276,32 @@ def test_the_supervisor_run_here_serves_through_workers_that_see_each_other_and_
 def served_by_worker(metrics: str) -> dict[int, float]:
     found = re.findall(r'^toolwire_requests_total\{[^}]*outcome="completed"[^}]*worker="([^"]+)"\} (\S+)$', metrics, re.M)
     return {int(worker) if worker.isdigit() else -1: float(count) for worker, count in found}
+
+
+def test_a_workers_directory_removed_under_the_supervisor_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary-files cleaner may remove the workers' directory while the gateway runs:
+    the supervisor still stops as it would have (here: workers that cannot start, status 1),
+    not with a traceback for a directory it no longer has to remove."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    config = {
+        "app": "tests.server.no_such_module:app", "host": "127.0.0.1", "port": free_port(),
+        "log_level": "critical", "access_log": False, **uvicorn_protocols(ServerConfig()),
+    }  # fmt: skip
+    removed = threading.Event()
+
+    def cleaner() -> None:
+        if wait_until(lambda: any(tmp_path.iterdir()), timeout=10):
+            for directory in tmp_path.iterdir():
+                directory.rmdir()  # empty: no worker has started listening
+            removed.set()
+
+    thread = threading.Thread(target=cleaner)
+    thread.start()
+    try:
+        status = run_workers(config, 2, "critical")
+    finally:
+        thread.join(20)
+    assert removed.is_set()
+    assert status == 1
