@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from toolwire.agent import (
     ScriptedApprover,
     ToolContext,
 )
-from toolwire.agent.builtin.exec_command import OutputCapture
+from toolwire.agent.builtin.exec_command import OutputCapture, _kill_group
 from toolwire.tools import RespondToModel
 
 from .processes import is_running, wait_until_stopped
@@ -283,3 +284,29 @@ async def test_without_bash_the_command_runs_in_sh(full_access: ToolContext, mon
     monkeypatch.setattr(os.path, "exists", lambda path: path != "/bin/bash" and real_exists(path))
     output = await ExecCommand().run({"cmd": 'echo "$0"'}, full_access)  # the shell's own name
     assert output.success and str(output.content).endswith("Output:\n/bin/sh\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a process of another user is made as root")
+def test_a_group_holding_a_process_the_agent_may_not_signal_is_no_error() -> None:
+    """A command's group may be left with a process the agent may not signal (one that ran
+    a setuid program, such as sudo): stopping the group after the command is then no
+    error, and that process is not the agent's to stop. The agent here is a process of
+    user nobody, forked from this one; the process left over is root's."""
+    left_over = subprocess.Popen(["sleep", "30"], start_new_session=True)  # its own group
+    try:
+        agent = os.fork()
+        if agent == 0:  # the child: the agent, as user nobody
+            status = 1
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                _kill_group(left_over.pid)
+                status = 0
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(agent, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "stopping the group raised"
+        assert left_over.poll() is None
+    finally:
+        left_over.kill()
+        left_over.wait()

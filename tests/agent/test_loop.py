@@ -378,13 +378,15 @@ async def test_a_timeout_stops_the_stream(
     assert await asyncio.to_thread(server.wait_for_disconnect) == 0
 
 
+@pytest.mark.parametrize("opening_events", [2, 0])
 async def test_a_stream_kept_alive_without_events_ends_the_run_after_the_event_timeout(
-    full_access: ToolContext,
+    full_access: ToolContext, opening_events: int
 ) -> None:
     """A server that sends only keep-alive comments is never silent, so the client's read
-    timeout never ends it: the loop's own bound on the wait for an event does."""
+    timeout never ends it: the loop's own bound on the wait for an event does, after the
+    stream's first events or from its start (none at all)."""
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-    opening = response_stream(ScriptedResponse([assistant_message("never finished")]))[:2]
+    opening = response_stream(ScriptedResponse([assistant_message("never finished")]))[:opening_events]
     pings = [piece for _ in range(50) for piece in (b": ping\n\n", 0.1)]
     async with raw_upstream([head, *opening, *pings]) as url, HttpResponsesClient(url) as client:
         loop = asyncio.get_running_loop()

@@ -8,7 +8,8 @@ this one is ``ScriptedResponsesClient`` (``_scripted.py``).
 ``HttpResponsesClient`` is the gateway's own upstream client, ``HttpEndpoint``: pooled
 connections, the proxy the environment names, a failed connect or a 5xx retried before
 anything streamed, and every failure an ``UpstreamError`` with the server's own message
-(prefixed with where it came from); the API key never appears in a message.
+(prefixed with where it came from); the API key never appears in a message. Its bounds
+are the gateway's for its upstream: 10 s to connect, 300 s without a byte.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from typing import Any, Protocol
 import orjson
 
 from toolwire.errors import UpstreamError
-from toolwire.upstream import HttpEndpoint, RetryPolicy, proxy_for
+from toolwire.upstream import (
+    DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+    DEFAULT_UPSTREAM_TIMEOUT,
+    HttpEndpoint,
+    RetryPolicy,
+    proxy_for,
+)
 
 ByteStream = AsyncIterator[bytes]
 
@@ -46,8 +53,8 @@ class HttpResponsesClient:
         base_url: str,
         *,
         api_key: str | None = None,
-        connect_timeout: float = 30.0,
-        read_timeout: float = 600.0,
+        connect_timeout: float = DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_UPSTREAM_TIMEOUT,
         retry: RetryPolicy | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:

@@ -11,6 +11,7 @@ from toolwire.upstream import (
     DEFAULT_UPSTREAM_MAX_EVENT_BYTES,
     DEFAULT_UPSTREAM_MAX_LINE_BYTES,
     DEFAULT_UPSTREAM_MAX_STREAM_BYTES,
+    DEFAULT_UPSTREAM_TIMEOUT,
     KINDS,
     backend_kind,
 )
@@ -36,7 +37,7 @@ class ServerConfig(_Strict):
     admin_key_env: str | None = None
     insecure_no_auth: bool = False
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
-    upstream_timeout: float = Field(default=300.0, gt=0)
+    upstream_timeout: float = Field(default=DEFAULT_UPSTREAM_TIMEOUT, gt=0)
     upstream_event_timeout: float = Field(default=DEFAULT_UPSTREAM_EVENT_TIMEOUT, gt=0)
     upstream_retries: int = Field(default=3, ge=1, le=10)
     shutdown_grace: float = Field(default=30.0, ge=0)

@@ -12,7 +12,13 @@ compacts conversations by itself offers ``NativeCompaction``.
 """
 
 from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall
-from ._http import DEFAULT_UPSTREAM_EVENT_TIMEOUT, HttpEndpoint, RetryPolicy
+from ._http import (
+    DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+    DEFAULT_UPSTREAM_EVENT_TIMEOUT,
+    DEFAULT_UPSTREAM_TIMEOUT,
+    HttpEndpoint,
+    RetryPolicy,
+)
 from ._kind import BackendKind, BackendSetup
 from ._limits import (
     DEFAULT_UPSTREAM_MAX_BODY_BYTES,
@@ -25,11 +31,13 @@ from ._proxy import Proxy, proxy_for
 from .kinds import KINDS, backend_kind
 
 __all__ = [
+    "DEFAULT_UPSTREAM_CONNECT_TIMEOUT",
     "DEFAULT_UPSTREAM_EVENT_TIMEOUT",
     "DEFAULT_UPSTREAM_MAX_BODY_BYTES",
     "DEFAULT_UPSTREAM_MAX_EVENT_BYTES",
     "DEFAULT_UPSTREAM_MAX_LINE_BYTES",
     "DEFAULT_UPSTREAM_MAX_STREAM_BYTES",
+    "DEFAULT_UPSTREAM_TIMEOUT",
     "KINDS",
     "Backend",
     "BackendKind",

@@ -67,6 +67,10 @@ class RetryPolicy:
         return float(min(self.backoff_seconds * 2.0**attempt, self.max_backoff_seconds))
 
 
+DEFAULT_UPSTREAM_TIMEOUT = 300.0
+"""How long an upstream may send nothing at all: before its first byte, and between reads."""
+DEFAULT_UPSTREAM_CONNECT_TIMEOUT = 10.0
+"""How long a connection to an upstream may take to open."""
 DEFAULT_UPSTREAM_EVENT_TIMEOUT = 1800.0
 """How long a streamed answer may send keep-alives and no event: a slow machine's model server
 can take many minutes to read Codex's prompt (tens of thousands of tokens), pinging."""
@@ -89,9 +93,9 @@ class HttpEndpoint:
         path: str,
         *,
         api_key: str | None = None,
-        timeout: float = 300.0,
+        timeout: float = DEFAULT_UPSTREAM_TIMEOUT,
         event_timeout: float = DEFAULT_UPSTREAM_EVENT_TIMEOUT,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
         check_timeout: float = 5.0,
         retry: RetryPolicy | None = None,
         max_connections: int = 1000,
