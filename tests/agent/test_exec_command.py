@@ -290,8 +290,9 @@ async def test_without_bash_the_command_runs_in_sh(full_access: ToolContext, mon
 def test_a_group_holding_a_process_the_agent_may_not_signal_is_no_error() -> None:
     """A command's group may be left with a process the agent may not signal (one that ran
     a setuid program, such as sudo): stopping the group after the command is then no
-    error, and that process is not the agent's to stop. The agent here is a process of
-    user nobody, forked from this one; the process left over is root's."""
+    error, and that process is not the agent's to stop (its owner's call does stop it).
+    The agent here is a process of user nobody, forked from this one; the process left
+    over is root's."""
     left_over = subprocess.Popen(["sleep", "30"], start_new_session=True)  # its own group
     try:
         agent = os.fork()
@@ -307,6 +308,8 @@ def test_a_group_holding_a_process_the_agent_may_not_signal_is_no_error() -> Non
         _, status = os.waitpid(agent, 0)
         assert os.waitstatus_to_exitcode(status) == 0, "stopping the group raised"
         assert left_over.poll() is None
+        _kill_group(left_over.pid)  # as its owner
+        assert left_over.wait(timeout=10) == -signal.SIGKILL
     finally:
         left_over.kill()
         left_over.wait()
