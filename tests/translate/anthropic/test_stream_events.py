@@ -191,6 +191,29 @@ def test_redacted_thinking_a_failed_search_and_blocks_without_an_equivalent() ->
     sdk_final_response(out)
 
 
+def test_a_search_and_its_result_without_ids_are_matched_as_they_come() -> None:
+    """A server that leaves out the search's id leaves out the result's ``tool_use_id``
+    too: the result is the live search's, as it would be with both ids given."""
+    translator = machine()
+    out = translator.start()
+    for event in [
+        start(0, {"type": "server_tool_use", "name": "web_search", "input": {"query": "q"}}),
+        stop(0),
+        start(1, {"type": "web_search_tool_result", "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"}}),
+        stop(1),
+        stop_reason("end_turn", output_tokens=3),
+    ]:
+        out += translator.feed(event)
+    out += translator.finish()
+    failed_search = search_call("ws#1", "failed", query="q")
+    assert readable(out) == [
+        *BEGUN,
+        *search_events(0, failed_search),
+        lifecycle("completed", "completed", [failed_search], usage=usage(0, 3)),
+    ]
+    assert translator.conversions == []
+
+
 def test_a_search_whose_query_is_not_an_object_has_none() -> None:
     _, response = run(
         [

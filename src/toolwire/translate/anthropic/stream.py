@@ -208,7 +208,7 @@ class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking
 
     def _on_search_result(self, block: JSON) -> None:
         search = self._live
-        if not isinstance(search, _OpenSearch) or search.upstream_id != block.get("tool_use_id"):
+        if not isinstance(search, _OpenSearch) or search.upstream_id != str(block.get("tool_use_id") or ""):
             self.conversions.append("web_search_tool_result without its search dropped")
             return
         content = block.get("content")
