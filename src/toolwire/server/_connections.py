@@ -267,9 +267,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
         # uvicorn stops the keep-alive timer only for a connection that ended cleanly: one
         # reset by its client would stay held by it, with its buffers, for keep_alive_timeout.
-        if self.timeout_keep_alive_task is not None:
-            self.timeout_keep_alive_task.cancel()
-            self.timeout_keep_alive_task = None
+        self._unset_keepalive_if_required()
         self._departures.depart()
 
     def reclaim(self) -> None:

@@ -153,7 +153,7 @@ class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking
                 self._start_input[index] = block["input"]
         elif kind == "server_tool_use" and block.get("name") == "web_search":
             self._close_live("completed")
-            self._blocks[index] = self._open_search(str(block.get("id") or ""))
+            self._blocks[index] = self._open_search(_search_id(block.get("id")))
             if isinstance(block.get("input"), dict) and block["input"]:
                 self._start_input[index] = block["input"]
         elif kind == "web_search_tool_result":
@@ -208,7 +208,7 @@ class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking
 
     def _on_search_result(self, block: JSON) -> None:
         search = self._live
-        if not isinstance(search, _OpenSearch) or search.upstream_id != str(block.get("tool_use_id") or ""):
+        if not isinstance(search, _OpenSearch) or search.upstream_id != _search_id(block.get("tool_use_id")):
             self.conversions.append("web_search_tool_result without its search dropped")
             return
         content = block.get("content")
@@ -322,3 +322,9 @@ class MessagesStreamTranslator(ItemStreamTranslator[_OpenMessage | _OpenThinking
             "status": "failed" if search.failed else "completed",
             "action": action,
         }
+
+
+def _search_id(value: Any) -> str:
+    """A web search's id as its block gives it and its result's ``tool_use_id`` names it,
+    read alike on both sides so that they match: missing and empty are the same."""
+    return str(value or "")
