@@ -179,11 +179,19 @@ class TextCallRecognizer:
 
     def passes(self, text: str) -> bool:
         """Whether ``text`` passes on as it is (read, as ``feed`` would return it as one
-        ``Text``): nothing is held, and no call can begin in it."""
-        if self._opener is None and not self._buffer and self._boundary is None and self._plain.fullmatch(text):
-            self._code.read_plain(text)
-            return True
-        return False
+        ``Text``): nothing is held, and no call can begin in it. At the content's start
+        that is text with something besides space in it (space alone is held until what
+        follows shows), when no space is held yet; after calls, no text passes as it is
+        (its leading space is dropped)."""
+        if self._opener is not None or self._buffer or not self._plain.fullmatch(text):
+            return False
+        boundary = self._boundary
+        if boundary is not None:
+            if boundary != "start" or self._space or text.isspace() or not text:
+                return False
+            self._boundary = None
+        self._code.read_plain(text)
+        return True
 
     def feed(self, text: str) -> list[Text | CallFragment]:
         if self.passes(text):
