@@ -70,6 +70,9 @@ ERROR_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("tools-not-list", {"model": "m", "tools": {"type": "function"}}, "tools"),
     ("top-level-tool-name-missing", {"model": "m", "tools": [{"type": "web_search"}, {"type": "function"}]}, "tools[1].name"),
     ("stream-string", {"model": "m", "stream": "yes"}, "stream"),
+    ("max-output-tokens-zero", {"model": "m", "max_output_tokens": 0}, "max_output_tokens"),
+    ("max-output-tokens-negative", {"model": "m", "max_output_tokens": -5}, "max_output_tokens"),
+    ("max-output-tokens-float", {"model": "m", "max_output_tokens": 16.0}, "max_output_tokens"),
 ]
 
 

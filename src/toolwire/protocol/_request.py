@@ -29,7 +29,7 @@ class ResponsesRequest(WireModel):
     tools: list[ToolSpec] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)  # no backend makes an answer of no tokens
     temperature: float | None = None
     top_p: float | None = None
     text: dict[str, Any] | None = None
