@@ -760,3 +760,36 @@ def test_a_deepseek_call_to_a_tool_named_function_in_the_newer_format() -> None:
     recognizer = TextCallRecognizer(offered)
     content = DS_BEGIN + DS_CALL + "function" + DS_SEP + ' \n{"a": 1}' + DS_CALL_END + DS_END
     assert signals(recognizer.feed(content) + recognizer.flush()) == [call("function", a=1)]
+
+
+HERMES_LS = '<tool_call>{"name": "exec_command", "arguments": {"cmd": "ls"}}</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("pieces", "passing"),
+    [
+        (["Hello"], [True]),  # the content's first text, nothing held: as it is (most answers)
+        (["  Hello", " world"], [True, True]),  # its leading space is text too
+        (["  ", "Hello"], [False, False]),  # space alone is held; what follows is read with it
+        (["\n", "\n"], [False, False]),
+        (["Hi <tool", "_call> is a tag"], [False, False]),  # a marker's start is held, then read
+        (["Hello", "\x00FLUSH", "again"], [True, None, True]),  # content begins again after a flush
+        ([HERMES_LS, " done", " now"], [False, False, True]),  # after a call its space is dropped
+    ],
+)
+def test_text_passes_as_it_is_exactly_when_reading_it_would_give_it_back(
+    pieces: list[str], passing: list[bool | None]
+) -> None:
+    """``passes`` is the recognizer's fast path: where it says yes, the full reading (a
+    twin fed the same) gives the text back whole, and it says yes where it can."""
+    fast, read = TextCallRecognizer(OFFERED), TextCallRecognizer(OFFERED)
+    for piece, passes in zip(pieces, passing, strict=True):
+        if piece == "\x00FLUSH":
+            assert signals(fast.flush()) == signals(read.flush())
+            continue
+        read_out = read.feed(piece)
+        assert fast.passes(piece) is passes
+        if passes:
+            assert read_out == [Text(piece)]
+        else:
+            assert signals(fast.feed(piece)) == signals(read_out)
