@@ -214,6 +214,31 @@ def test_a_search_and_its_result_without_ids_are_matched_as_they_come() -> None:
     assert translator.conversions == []
 
 
+def test_a_result_naming_another_search_is_not_the_live_search_s() -> None:
+    """Only the result whose ``tool_use_id`` is the live search's id ends it: another
+    search's result is dropped, and the live search waits for its own."""
+    translator = machine()
+    out = translator.start()
+    for event in [
+        start(0, {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
+        stop(0),
+        start(1, {"type": "web_search_tool_result", "tool_use_id": "srv_2", "content": [{"url": "https://b.example"}]}),
+        stop(1),
+        start(2, {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"url": "https://a.example"}]}),
+        stop(2),
+        stop_reason("end_turn", output_tokens=3),
+    ]:
+        out += translator.feed(event)
+    out += translator.finish()
+    searched = search_call("ws#1", "completed", query="q", sources=[{"type": "url", "url": "https://a.example"}])
+    assert readable(out) == [
+        *BEGUN,
+        *search_events(0, searched),
+        lifecycle("completed", "completed", [searched], usage=usage(0, 3)),
+    ]
+    assert translator.conversions == ["web_search_tool_result without its search dropped"]
+
+
 def test_a_search_whose_query_is_not_an_object_has_none() -> None:
     _, response = run(
         [
