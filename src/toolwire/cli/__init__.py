@@ -40,7 +40,9 @@ ABOUT = (
     "Responses and Anthropic Messages backends."
 )
 
-app = typer.Typer(help=ABOUT, no_args_is_help=True, add_completion=False)
+# rich_markup_mode None: every command's help as click writes it, wrapped to the terminal;
+# typer's rich layout cut option names and values short (``--upstream-key-e…``) at 80 columns.
+app = typer.Typer(help=ABOUT, no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 
 def _print_version(asked: bool) -> None:
@@ -58,17 +60,24 @@ def _commands(
     pass
 
 
-app.command("serve")(serve)
-app.command("agent", help="Run a task with tools against a Responses endpoint until the model answers.")(
-    agent_command
-)
-app.command("codex-config", help="Print, or write into a Codex home, the Codex config for the gateway's models.")(
-    codex_config_command
-)
-app.add_typer(keys_app, name="keys")
-app.command("demo", help="Run a tool-calling exchange through the gateway on the mock model and show both sides.")(
-    demo_command
-)
+# Each command's short help fits the command list of a terminal of 80 columns whole.
+app.command("serve", short_help="Serve the Responses API in front of a backend.")(serve)
+app.command(
+    "agent",
+    help="Run a task with tools against a Responses endpoint until the model answers.",
+    short_help="Run a task with tools until the model answers.",
+)(agent_command)
+app.command(
+    "codex-config",
+    help="Print, or write into a Codex home, the Codex config for the gateway's models.",
+    short_help="Print or write Codex's config for the gateway.",
+)(codex_config_command)
+app.add_typer(keys_app, name="keys", short_help="Client keys of a gateway shared by a team.")
+app.command(
+    "demo",
+    help="Run a tool-calling exchange through the gateway on the mock model and show both sides.",
+    short_help="A tool-calling exchange on the mock model, both sides shown.",
+)(demo_command)
 
 
 def main() -> None:

@@ -52,14 +52,15 @@ def codex_config_command(
         int, typer.Option(min=1024, help="Context window of the models, in tokens.")
     ] = DEFAULT_CONTEXT_WINDOW,
     reasoning: Annotated[
-        bool, typer.Option(help="The models take a reasoning effort (low, medium, high).")
+        bool, typer.Option("--reasoning", help="The models take a reasoning effort (low, medium, high).")
     ] = False,
     tool_search: Annotated[
-        bool, typer.Option(help="Let Codex send tool_search and defer tools to it.")
+        bool, typer.Option("--tool-search", help="Let Codex send tool_search and defer tools to it.")
     ] = False,
     builtin: Annotated[
         bool,
         typer.Option(
+            "--builtin",
             help="Re-point Codex's built-in OpenAI provider (openai_base_url: WebSocket, remote "
             "compaction; key in OPENAI_API_KEY or CODEX_API_KEY) instead of adding a provider."
         ),

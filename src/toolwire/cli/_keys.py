@@ -30,6 +30,7 @@ keys_app = typer.Typer(
     help="Client keys for a gateway shared by a team: create, list, revoke, and see their usage.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # plain help, as the app's
 )
 
 StoreOption = Annotated[
@@ -102,7 +103,7 @@ def list_command(store: StoreOption = None, config: ConfigOption = None, json_ou
     _table(["NAME", "PREFIX", "STATUS", "CREATED", "EXPIRES", "RULES"], rows, empty="No keys yet.")
 
 
-@keys_app.command("revoke")
+@keys_app.command("revoke", short_help="Revoke the active key of that name.")
 def revoke_command(
     name: Annotated[str, typer.Argument(help="The name of the key to revoke.")],
     store: StoreOption = None,
@@ -115,7 +116,7 @@ def revoke_command(
     typer.echo(f"Revoked the key '{revoked.name}' ({revoked.prefix}).")
 
 
-@keys_app.command("usage")
+@keys_app.command("usage", short_help="Requests and tokens per key and model.")
 def usage_command(
     name: Annotated[str | None, typer.Argument(help="Only the keys of this name [all].")] = None,
     store: StoreOption = None,

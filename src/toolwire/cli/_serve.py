@@ -55,7 +55,7 @@ def serve(
         typer.Option(help="Name of the environment variable holding the admin API's key(s) (/admin/keys)."),
     ] = None,
     insecure_no_auth: Annotated[
-        bool, typer.Option(help="Allow listening on a non-loopback address without client keys.")
+        bool, typer.Option("--insecure-no-auth", help="Allow listening on a non-loopback address without client keys.")
     ] = False,
     max_body_bytes: Annotated[int | None, typer.Option(help="Largest request body accepted (413 above) [32 MiB].")] = None,
     upstream_timeout: Annotated[
