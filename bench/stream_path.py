@@ -46,7 +46,7 @@ from toolwire.server._exchange import Exchange
 from toolwire.server._http_responses import SseTransport
 from toolwire.server.observe import Redactor
 from toolwire.translate import ChatStreamTranslator, translate_request
-from toolwire.upstream._http import SSEBatches, parse_json_object
+from toolwire.upstream._sse_batches import SSEBatches, parse_json_object
 
 from . import upstream as canned
 from .bodies import build

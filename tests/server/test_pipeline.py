@@ -49,7 +49,7 @@ from toolwire.store import (
     stored_items,
 )
 from toolwire.translate._conversation import ConversationWalker
-from toolwire.upstream import _http as upstream_http
+from toolwire.upstream import _sse_batches
 
 JSON = dict[str, Any]
 CUSTOM_PATCH = {"type": "custom", "name": "apply_patch", "description": "edit files"}
@@ -152,7 +152,7 @@ async def test_while_the_upstream_says_nothing_of_its_answer_the_client_hears_it
     within the stream's numbering. Pings keep the stream past the read timeout (the
     keep-alive bound is the longer one)."""
     monkeypatch.setattr(answer_module, "KEEP_ALIVE_EVERY", 0.2)
-    monkeypatch.setattr(upstream_http, "QUIET_EVERY", 0.3)
+    monkeypatch.setattr(_sse_batches, "QUIET_EVERY", 0.3)
     if waiting == "pinging":
         upstream.enqueue(pinging_then(Text("Hi there."), pings=5, every=0.3))
     else:

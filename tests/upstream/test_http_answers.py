@@ -17,7 +17,7 @@ import pytest
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, StreamError, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, Proxy, RetryPolicy, UpstreamLimits
-from toolwire.upstream._http import without_credentials
+from toolwire.upstream._failures import without_credentials
 
 NO_WAIT = RetryPolicy(attempts=3, backoff_seconds=0.0)
 BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})

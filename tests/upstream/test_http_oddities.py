@@ -26,10 +26,16 @@ from tests.support.hanging import hanging_port
 from tests.support.tls_authority import certified
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import WholeAnswer
-from toolwire.upstream import HttpEndpoint, ListBatches, Proxy, RetryPolicy, UpstreamLimits
-from toolwire.upstream import _http as http_module
+from toolwire.upstream import (
+    HttpEndpoint,
+    ListBatches,
+    Proxy,
+    RetryPolicy,
+    UpstreamLimits,
+    _sse_batches,
+)
 from toolwire.upstream._connector import MalformedBody
-from toolwire.upstream._http import StreamStalled, parse_json_object
+from toolwire.upstream._sse_batches import StreamStalled, parse_json_object
 
 from .raw_upstream import HOLD, raw_upstream
 
@@ -323,7 +329,7 @@ async def test_an_answer_that_cannot_be_read_is_not_retried(closing: list[HttpEn
 
 
 def test_a_url_shown_without_its_credentials() -> None:
-    from toolwire.upstream._http import without_credentials
+    from toolwire.upstream._failures import without_credentials
 
     assert without_credentials("http://u:p@h/a@b") == "http://h/a@b"  # an @ in the path is the path's
     assert without_credentials("http://u:p@h/x?next=http://y") == "http://h/x?next=http://y"
@@ -597,8 +603,8 @@ async def test_a_pages_words_are_looked_for_in_its_first_16_kib(closing: list[Ht
 
 
 def test_a_broken_stream_says_what_broke_it_in_at_most_500_characters() -> None:
-    assert http_module._stream_error(OSError("x" * 600), 1.0).message == "The upstream stream broke: " + "x" * 500 + "."
-    assert http_module._stream_error(OSError(), 1.0).message == "The upstream stream broke: OSError."
+    assert _sse_batches.stream_error(OSError("x" * 600), 1.0).message == "The upstream stream broke: " + "x" * 500 + "."
+    assert _sse_batches.stream_error(OSError(), 1.0).message == "The upstream stream broke: OSError."
 
 
 async def test_a_server_error_page_keeps_its_words_without_asking_for_the_address(closing: list[HttpEndpoint]) -> None:
@@ -810,7 +816,7 @@ async def test_events_between_keep_alives_keep_a_long_stream_going(closing: list
 @pytest.fixture
 def quiet_every(monkeypatch: pytest.MonkeyPatch) -> float:
     """The watch wakes a silent stream's reader every 0.2 s (15 s in service)."""
-    monkeypatch.setattr(http_module, "QUIET_EVERY", 0.2)
+    monkeypatch.setattr(_sse_batches, "QUIET_EVERY", 0.2)
     return 0.2
 
 

@@ -21,7 +21,7 @@ from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import SSEDecoder, WholeAnswer
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
-from toolwire.upstream._http import QUIET, StallWatch, StreamStalled, parse_json_object
+from toolwire.upstream._sse_batches import QUIET, StallWatch, StreamStalled, parse_json_object
 
 STREAMED = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
 JSON = dict[str, Any]

@@ -26,7 +26,7 @@ from toolwire.protocol import (
 )
 from toolwire.translate import ChatStreamTranslator, translate_request
 from toolwire.upstream import UpstreamLimits
-from toolwire.upstream._http import QUIET, SSEBatches, parse_json_object
+from toolwire.upstream._sse_batches import QUIET, SSEBatches, parse_json_object
 
 JSON = dict[str, Any]
 WHERE = "http://upstream.test/v1"

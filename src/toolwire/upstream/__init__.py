@@ -14,7 +14,6 @@ compacts conversations by itself offers ``NativeCompaction``.
 from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall
 from ._http import (
     DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-    DEFAULT_UPSTREAM_EVENT_TIMEOUT,
     DEFAULT_UPSTREAM_TIMEOUT,
     HttpEndpoint,
     RetryPolicy,
@@ -28,6 +27,7 @@ from ._limits import (
     UpstreamLimits,
 )
 from ._proxy import Proxy, proxy_for
+from ._sse_batches import DEFAULT_UPSTREAM_EVENT_TIMEOUT
 from .kinds import KINDS, backend_kind
 
 __all__ = [

@@ -25,8 +25,9 @@ from toolwire.translate import (
 )
 
 from .._base import UpstreamCall
-from .._http import HttpBackend, HttpEndpoint, endpoint_for, parse_json_object
+from .._http import HttpBackend, HttpEndpoint, endpoint_for
 from .._kind import BackendKind, BackendSetup
+from .._sse_batches import parse_json_object
 
 if TYPE_CHECKING:
     from toolwire.config import UpstreamConfig

@@ -1,0 +1,160 @@
+"""What an upstream's failures say: each becomes an ``UpstreamError`` with words of its own.
+
+The one place the messages are made for what went wrong with an upstream (unreachable,
+too slow, redirecting, answering with an error, a web page or a body that cannot be
+read), each naming the upstream by its address without credentials, never with a key,
+and keeping the foreign exception (aiohttp's, asyncio's) as its cause. The upstream's
+own error answers keep its message, type, code and param (``error_fields``), and its
+status, but a 500, which reaches the client as 502 (``client_status``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
+
+from toolwire.errors import UpstreamError, UpstreamProtocolError
+
+from ._connector import MalformedBody, parser_said
+
+_UNSEEN = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def web_page(raw: bytes, content_type: str) -> str | None:
+    """``an HTML page ("its words")`` (the text a browser would show, title first, cut at
+    200 characters) when ``raw`` is one, else None."""
+    if content_type != "text/html" and raw.lstrip()[:1] != b"<":
+        return None
+    text = _TAG.sub(" ", _UNSEEN.sub(" ", raw[:16384].decode("utf-8", "replace")))
+    said = " ".join(text.split())[:200]
+    return f'an HTML page ("{said}")' if said else "an HTML page"
+
+
+def not_the_api(url: str, what: str) -> str:
+    return f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
+
+
+def client_status(upstream_status: int) -> int:
+    """The status to give the client for an upstream error status.
+
+    The upstream's own status, except 500: a gateway whose backend failed answers 502
+    (Bad Gateway), and clients treat the two differently — Codex shows the body of a
+    502 to its user but replaces a 500's with a generic "high demand" notice.
+    """
+    return 502 if upstream_status == 500 else upstream_status
+
+
+def error_fields(raw: bytes) -> tuple[str, str | None, str | None, str | None]:
+    """message, type, code and param from the usual error bodies (OpenAI, vLLM, Ollama, and
+    Anthropic's ``{"type": "error", "error": {"type", "message"}}``)."""
+    try:
+        body: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", "replace").strip()[:2000], None, None, None
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, str):
+        return error, None, None, None
+    if not isinstance(error, dict):
+        return str(error)[:2000], None, None, None
+    message = error.get("message") or error.get("detail") or ""
+    code = error.get("code")
+    param = error.get("param")
+    error_type = error.get("type")
+    return (
+        str(message),
+        error_type if isinstance(error_type, str) else None,
+        code if isinstance(code, str) else None,
+        param if isinstance(param, str) else None,
+    )
+
+
+def connect_error(url: str, exc: BaseException, what: str | None = None) -> UpstreamError:
+    """The upstream could not be reached: ``what`` says what was not done within which
+    bound (a timeout), else the cause's own words."""
+    error = UpstreamError(f"Cannot reach the upstream at {url}: {what or describe(exc)}.", code="upstream_unreachable")
+    error.__cause__ = exc
+    return error
+
+
+def unreadable_answer(url: str, exc: aiohttp.ClientResponseError) -> UpstreamError:
+    said = parser_said(exc.message)
+    error = UpstreamProtocolError(f"The upstream at {url} answered with a response the gateway cannot read: {said}.")
+    error.__cause__ = exc
+    return error
+
+
+def body_fault(exc: Exception) -> str | None:
+    """What the parser said of a body it could not read (its framing, or its compression),
+    when that is why reading it failed."""
+    if isinstance(exc, MalformedBody):
+        return str(exc)
+    if isinstance(exc, HttpProcessingError):
+        return str(MalformedBody(exc))
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(exc.__cause__, ContentEncodingError):
+        return str(MalformedBody(exc.__cause__))
+    return None
+
+
+def unreadable_body(fault: str) -> UpstreamError:
+    return UpstreamProtocolError(f"The upstream's answer has a body the gateway cannot read: {fault}.")
+
+
+def redirect_error(url: str, response: aiohttp.ClientResponse) -> UpstreamError:
+    """A redirect is not followed: the request, and the key with it, would go to wherever
+    the upstream points (aiohttp drops ``Authorization`` for another host, not ``x-api-key``)."""
+    location = without_credentials(response.headers.get("Location", ""))[:500] or "nowhere it says"
+    response.close()
+    return UpstreamError(
+        f"The upstream at {url} answered HTTP {response.status}, redirecting to {location}: the gateway "
+        "follows no redirect (the request and its key would go elsewhere); set the upstream's address "
+        "to where it points.",
+        status=502,
+        code="upstream_redirect",
+    )
+
+
+def unsent_error(url: str, allowed: float, size: int, exc: BaseException) -> UpstreamError:
+    error = UpstreamError(
+        f"The upstream at {url} did not take the request ({size} bytes) and answer it within {allowed:.0f} s "
+        "(the connect and read timeouts, and the time to send the body at the slowest rate allowed).",
+        status=504,
+        code="upstream_timeout",
+    )
+    error.__cause__ = exc
+    return error
+
+
+def slow_body_error(url: str, allowed: float) -> UpstreamError:
+    return UpstreamError(
+        f"The upstream at {url} did not send its whole answer within {round(allowed, 1):g} s of its head "
+        "(the read timeout, and the time to receive the largest answer allowed at the slowest rate allowed).",
+        status=504,
+        code="upstream_timeout",
+    )
+
+
+def first_byte_timeout(url: str, timeout: float, exc: BaseException) -> UpstreamError:
+    error = UpstreamError(
+        f"The upstream at {url} sent no response within {timeout:g} s.", status=504, code="upstream_timeout"
+    )
+    error.__cause__ = exc
+    return error
+
+
+def without_credentials(url: str) -> str:
+    """The URL without any ``user:password@`` part, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    host, at, path = rest.partition("@")
+    if not sep or not at or "/" in host:
+        return url
+    return f"{scheme}://{path}"
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text[:500]
