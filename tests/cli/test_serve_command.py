@@ -154,6 +154,13 @@ def test_every_flag_reaches_the_configuration_each_worker_builds_its_app_from(
         r"per process: at most 100 client connections and 10 streams \(open files limit \d+\)",
         log_lines(result.stderr)[0][2],
     )
+    # what it serves, as it starts: the address, the upstream (its key's variable, not the key)
+    assert [message for _, _, message in log_lines(result.stderr)[1:3]] == [
+        f"the Responses API at http://127.0.0.1:{taken_port}/v1",
+        "upstream 'upstream': a Chat Completions server (vLLM, Ollama, llama.cpp, DeepSeek, ...) at "
+        "http://127.0.0.1:9/v1, preset deepseek, its key from $TW_TEST_UPSTREAM_KEY; serves every model (as qwen3)",
+    ]
+    assert "sk-x" not in result.stderr
     # uvicorn was told the app is a factory (no warning that it guessed so).
     assert "WARNING" not in result.stderr
 
@@ -314,7 +321,7 @@ def test_workers_each_listen_on_the_address_and_stop_on_sigterm(capfd: pytest.Ca
     assert answers == [200], result.output
     assert result.exit_code == 0, result.output
     started = [message for level, name, message in log_lines(result.stderr) if name == "toolwire.server"]
-    assert re.fullmatch(rf"2 workers on 127\.0\.0\.1:{port} \(pids \d+, \d+\)", started[1]), started
+    assert re.fullmatch(rf"2 workers on 127\.0\.0\.1:{port} \(pids \d+, \d+\)", started[-1]), started
     workers_said = capfd.readouterr()
     assert "GET /healthz" not in workers_said.out + workers_said.err
 

@@ -1,8 +1,9 @@
 """``toolwire serve``: the gateway, configured by a file and flags over it.
 
 Only argument handling lives here: ``with_flags`` lays the flags over the file,
-``serve_problems`` (``_checks``) says what stops it from starting, and uvicorn serves the
-app that ``toolwire.server`` builds from the configuration in every worker.
+``serve_problems`` (``_checks``) says what stops it from starting, ``serving_lines``
+(``_summary``) what it will serve, logged as it starts, and uvicorn serves the app that
+``toolwire.server`` builds from the configuration in every worker.
 """
 
 from __future__ import annotations
@@ -162,6 +163,7 @@ def serve(
     from toolwire.server._workers import configure_logging, reuse_port_supported, run_workers
 
     from ._checks import serve_problems
+    from ._summary import serving_lines
 
     try:
         file_config = load_config(config) if config is not None else GatewayConfig()
@@ -228,10 +230,13 @@ def serve(
     os.environ[CONFIG_ENV] = settings.model_dump_json()
     os.environ[MODEL_OVERRIDE_ENV] = model or ""
     configure_logging(log_level.value)
-    logging.getLogger("toolwire.server").info(
+    log = logging.getLogger("toolwire.server")
+    log.info(
         "per process: at most %d client connections and %d streams (open files limit %d)",
         caps.max_connections, caps.max_streams, open_files,
     )
+    for line in serving_lines(settings, model_override=model):
+        log.info("%s", line)
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,

@@ -1,11 +1,12 @@
-"""What an upstream's failures say: each becomes an ``UpstreamError`` with words of its own.
+"""The words of an upstream's failures, each an ``UpstreamError``.
 
-The one place the messages are made for what went wrong with an upstream (unreachable,
-too slow, redirecting, answering with an error, a web page or a body that cannot be
-read), each naming the upstream by its address without credentials, never with a key,
-and keeping the foreign exception (aiohttp's, asyncio's) as its cause. The upstream's
-own error answers keep its message, type, code and param (``error_fields``), and its
-status, but a 500, which reaches the client as 502 (``client_status``).
+What the endpoint (``_http``) and a stream's reader (``_sse_batches``) say when an
+upstream cannot be reached, is too slow, redirects, answers with a web page, or sends a
+head or a body that cannot be read. Each names the upstream by its address without
+credentials (``without_credentials``), never with a key, and keeps the foreign exception
+(aiohttp's, asyncio's) as its cause. Of an upstream's own error answer, its message,
+type, code and param are kept (``error_fields``), and its status, but for a 500, which
+the client gets as 502 (``client_status``).
 """
 
 from __future__ import annotations
