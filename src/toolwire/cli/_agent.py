@@ -42,7 +42,7 @@ class ApprovalFlag(StrEnum):
 
 
 def agent_command(
-    prompt: Annotated[str, typer.Argument(help="The task for the agent.")],
+    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="The task for the agent.")],
     base_url: Annotated[
         str,
         typer.Option(

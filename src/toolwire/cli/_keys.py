@@ -49,7 +49,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 @keys_app.command("create")
 def create_command(
-    name: Annotated[str, typer.Argument(help="Who or what the key is for (alice, ci-bot): shown in usage and /metrics.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Who or what the key is for (alice, ci-bot): shown in usage and /metrics.")],
     models: Annotated[
         str | None, typer.Option(help="The models the key may use, comma-separated [all].")
     ] = None,
@@ -105,7 +105,7 @@ def list_command(store: StoreOption = None, config: ConfigOption = None, json_ou
 
 @keys_app.command("revoke", short_help="Revoke the active key of that name.")
 def revoke_command(
-    name: Annotated[str, typer.Argument(help="The name of the key to revoke.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The name of the key to revoke.")],
     store: StoreOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -118,7 +118,7 @@ def revoke_command(
 
 @keys_app.command("usage", short_help="Requests and tokens per key and model.")
 def usage_command(
-    name: Annotated[str | None, typer.Argument(help="Only the keys of this name [all].")] = None,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="Only the keys of this name [all].")] = None,
     store: StoreOption = None,
     config: ConfigOption = None,
     json_output: JsonOption = False,
