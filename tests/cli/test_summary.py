@@ -57,6 +57,16 @@ def config(**fields: Any) -> GatewayConfig:
              f"upstream 'idle': {CHAT} at http://127.0.0.1:9999/v1; serves no model"],
             id="a file: routed models, credentials left out, an upstream nothing reaches",
         ),
+        pytest.param(
+            config(
+                upstreams=[{"name": "local", "base_url": "http://127.0.0.1:8000/v1"}],
+                models=[{"name": "qwen3", "upstream": "local"}],
+            ),
+            "ignored",
+            ["the Responses API at http://127.0.0.1:8787/v1",
+             f"upstream 'local': {CHAT} at http://127.0.0.1:8000/v1; serves qwen3"],
+            id="no default upstream: only the models routed, --model sends none",
+        ),
     ],
 )  # fmt: skip
 def test_what_is_served(gateway: GatewayConfig, model_override: str | None, lines: list[str]) -> None:

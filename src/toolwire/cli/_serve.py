@@ -236,7 +236,7 @@ def serve(
         caps.max_connections, caps.max_streams, open_files,
     )
     for line in serving_lines(settings, model_override=model):
-        log.info("%s", line)
+        log.info(line)
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,
