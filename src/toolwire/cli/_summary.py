@@ -23,7 +23,7 @@ def serving_lines(config: GatewayConfig, *, model_override: str | None = None) -
     for model in config.models:
         sent = model.upstream_model
         routed.setdefault(model.upstream, []).append(model.name + (f" (as {sent})" if sent and sent != model.name else ""))
-    default = next((upstream.name for upstream in config.upstreams if upstream.default), None)
+    default = config.default_upstream
     for upstream in config.upstreams:
         served = routed.get(upstream.name, [])
         if upstream.name == default:

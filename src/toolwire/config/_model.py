@@ -177,6 +177,12 @@ class GatewayConfig(_Strict):
     upstreams: list[UpstreamConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
 
+    @property
+    def default_upstream(self) -> str | None:
+        """The name of the upstream that takes the models not listed under ``[[models]]``
+        (the first marked ``default``: ``problems`` refuses a second), if any."""
+        return next((upstream.name for upstream in self.upstreams if upstream.default), None)
+
     def problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Cross-references that do not hold, each with the location it concerns."""
         found: list[tuple[tuple[str | int, ...], str]] = []

@@ -94,8 +94,7 @@ def build_router(
         upstream.name: backend_kind(upstream.kind).build(upstream, setup) for upstream in config.upstreams
     }
     models = {m.name: (m.upstream, m.upstream_model or m.name) for m in config.models}
-    default = next((u.name for u in config.upstreams if u.default), None)
-    return ModelRouter(backends, models, default, default_model)
+    return ModelRouter(backends, models, config.default_upstream, default_model)
 
 
 def upstream_limits(config: GatewayConfig) -> UpstreamLimits:
