@@ -20,6 +20,7 @@ from tests.reliability.helpers import wait_until
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.protocol import SSEDecoder, WholeAnswer
+from toolwire.server._capacity import DEFAULT_MAX_STREAMS, RESERVED_FILES, raise_open_files_limit
 from toolwire.upstream import HttpEndpoint, RetryPolicy, UpstreamLimits
 from toolwire.upstream._sse_batches import QUIET, StallWatch, StreamStalled, parse_json_object
 
@@ -335,6 +336,38 @@ async def test_the_connections_to_an_upstream_are_bounded(upstream: ChatUpstream
         release.set()
         await one.aclose()
     assert clean and batches and len(upstream.chat_requests) == 2
+
+
+async def test_with_no_bound_of_its_own_an_endpoint_streams_as_many_answers_as_the_gateway_allows(
+    upstream: ChatUpstream,
+) -> None:
+    """The gateway's default cap on exchanges in progress, every one streaming from the same
+    upstream at once: none waits for a pooled connection (the pool was 1,000, fewer than
+    the cap's 1,024, and aiohttp's own is 100)."""
+    streams = DEFAULT_MAX_STREAMS
+    assert raise_open_files_limit() > 2 * streams + RESERVED_FILES, "this test opens both ends of each stream"
+    upstream.enqueue(*[Stall(after_chunks=1, seconds=120.0)] * streams)
+    endpoint = HttpEndpoint(upstream.base_url, "/chat/completions", timeout=120)
+    begun = 0
+    all_begun, leave = asyncio.Event(), asyncio.Event()
+
+    async def stream_until_left() -> None:
+        nonlocal begun
+        async with endpoint.stream(STREAMED, parse_json_object) as batches:
+            await anext(aiter(batches))
+            begun += 1
+            if begun == streams:
+                all_begun.set()
+            await leave.wait()
+
+    readers = asyncio.gather(*(stream_until_left() for _ in range(streams)))
+    try:
+        await asyncio.wait_for(all_begun.wait(), 90)
+    finally:
+        leave.set()
+        await readers
+        await endpoint.aclose()
+    assert begun == streams and len(upstream.chat_requests) == streams
 
 
 @pytest.mark.parametrize("pieces", ["blank, then the object in pieces", "blank and object in one piece"])

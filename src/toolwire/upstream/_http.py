@@ -100,7 +100,7 @@ class HttpEndpoint:
         connect_timeout: float = DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
         check_timeout: float = 5.0,
         retry: RetryPolicy | None = None,
-        max_connections: int = 1000,
+        max_connections: int | None = None,
         proxy: Proxy | None = None,
         key_header: KeyHeader = "bearer",
         headers: Mapping[str, str] | None = None,
@@ -114,7 +114,9 @@ class HttpEndpoint:
         ``min_transfer_rate`` bytes per second; a whole answer's body (or the part of an error
         answer read), ``timeout`` and its time to come at that rate. A streamed answer may
         go ``timeout`` without a byte, and ``event_timeout`` without an event while it
-        sends keep-alives."""
+        sends keep-alives. ``max_connections`` bounds the requests in flight at once (None:
+        no bound of its own; the gateway's ``max_streams`` bounds its requests, and a pool
+        narrower than that cap would hold streams past it waiting for a connection)."""
         self.base_url = base_url.rstrip("/")
         self.display_url = without_credentials(self.base_url)
         self.where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
@@ -147,7 +149,7 @@ class HttpEndpoint:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = UpstreamConnector(limit=self._max_connections, ttl_dns_cache=300)
+            connector = UpstreamConnector(limit=self._max_connections or 0, ttl_dns_cache=300)
             # No cookie jar: the session serves every client, so a cookie the upstream set
             # in one client's answer must not go out with the next client's request.
             # No default headers either: aiohttp would add them to a proxy's CONNECT,
