@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from toolwire.errors import InternalError, NotFoundError, RequestError, UpstreamError
-from toolwire.protocol import PlainChunks
+from toolwire.protocol import PlainChunks, WholeAnswer
 from toolwire.server import Exchange
 from toolwire.server._errors import as_toolwire_error, send_error
 from toolwire.tools import ConfigurationError
@@ -74,6 +74,13 @@ def test_plain_chunks_are_recorded_as_the_chunks_they_were() -> None:
     recorded.note_chunk({"a": 1})
     recorded.note_chunk(PlainChunks("xy", b'data: {"b":"x"}\n\ndata: {"b":"y"}\n\n'))
     assert recorded.upstream_chunks == [{"a": 1}, {"b": "x"}, {"b": "y"}]
+
+
+def test_an_answer_that_came_whole_is_recorded_as_the_answer_it_was() -> None:
+    """An upstream that ignored ``stream``: its one JSON object, not the wrapper around it."""
+    recorded = Exchange("resp_1", b"{}", record_traffic=True)
+    recorded.note_chunk(WholeAnswer({"choices": [{"message": {"content": "hi"}}]}))
+    assert recorded.upstream_chunks == [{"choices": [{"message": {"content": "hi"}}]}]
 
 
 def test_conversions_are_each_noted_once_in_the_order_first_noted() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.support.chat_upstream import Call, ChatUpstream, ToolCalls
+from tests.support.chat_upstream import Call, ChatUpstream, Raw, ToolCalls
 from tests.support.gateway import UPSTREAM_KEY
 from tests.support.observed import (
     CUSTOM_PATCH_TOOL,
@@ -74,6 +74,22 @@ def test_a_request_that_did_not_stream_keeps_its_response(upstream: ChatUpstream
     assert completion["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "shell"
     assert record["events"] == []
     assert record["response"]["output"][0]["type"] == "function_call"
+
+
+def test_a_streamed_request_answered_whole_is_captured_with_that_answer(upstream: ChatUpstream, tmp_path: Path) -> None:
+    """An upstream that ignores ``stream`` and answers with one completion: the record holds
+    that completion as the upstream's side, and the client's stream as sent."""
+    completion = {
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}],
+    }  # fmt: skip
+    upstream.enqueue(Raw([orjson.dumps(completion)], content_type="application/json"))
+    with observed_client(observed_config(upstream.base_url, capture_dir=str(tmp_path))) as (client, _):
+        response = client.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert response.status_code == 200 and "response.completed" in response.text
+    [record] = records(tmp_path)
+    assert record["outcome"] == "completed" and record["upstream_chunks"] == [completion]
+    assert record["events"][-1]["response"]["output"][0]["content"][0]["text"] == "whole"
 
 
 def test_a_request_that_is_not_json_is_captured_as_text(upstream: ChatUpstream, tmp_path: Path) -> None:
