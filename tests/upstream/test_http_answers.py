@@ -289,6 +289,7 @@ async def test_a_message_names_the_proxy_the_upstream_is_reached_through() -> No
 def test_credentials_never_show_in_messages() -> None:
     endpoint = HttpEndpoint("http://user:secret@127.0.0.1:9/v1/", "/x")
     assert endpoint.display_url == "http://127.0.0.1:9/v1"
+    assert HttpEndpoint("http://user:p@ss@127.0.0.1:9/v1/", "/x").display_url == "http://127.0.0.1:9/v1"
     assert without_credentials("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1"
     assert without_credentials("http://host/path@with-at") == "http://host/path@with-at"  # no userinfo: left alone
     assert without_credentials("no scheme@host") == "no scheme@host"

@@ -19,6 +19,7 @@ import aiohttp.http_exceptions
 import aiohttp.http_parser
 import orjson
 import pytest
+import yarl
 
 from tests.support.chat_upstream import ChatUpstream, HttpError, Raw, Text
 from tests.support.forward_proxy import ForwardProxy
@@ -333,6 +334,12 @@ def test_a_url_shown_without_its_credentials() -> None:
 
     assert without_credentials("http://u:p@h/a@b") == "http://h/a@b"  # an @ in the path is the path's
     assert without_credentials("http://u:p@h/x?next=http://y") == "http://h/x?next=http://y"
+    assert without_credentials("http://h?to=a@b") == "http://h?to=a@b"  # an @ in the query is the query's
+    assert without_credentials("http://u:p@h#a@b") == "http://h#a@b"
+    # A password holding an @ not escaped: the credentials end at the last @, as aiohttp reads them.
+    assert without_credentials("http://u:p@ss@h:8000/v1") == "http://h:8000/v1"
+    assert without_credentials("http://u:p@ss@h") == "http://h"
+    assert yarl.URL("http://u:p@ss@h:8000/v1").password == "p@ss"
 
 
 async def test_only_the_first_64_kib_of_an_error_are_read(closing: list[HttpEndpoint], upstream: ChatUpstream) -> None:

@@ -148,12 +148,15 @@ def first_byte_timeout(url: str, timeout: float, exc: BaseException) -> Upstream
 
 
 def without_credentials(url: str) -> str:
-    """The URL without any ``user:password@`` part, for messages and logs."""
+    """The URL without any ``user:password@`` part, for messages and logs. That part ends
+    at the authority's last ``@``, as URL parsers (yarl, ``urlsplit``) read it: a password
+    may hold an ``@`` that was not escaped."""
     scheme, sep, rest = url.partition("://")
-    host, at, path = rest.partition("@")
-    if not sep or not at or "/" in host:
+    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+    _, at, host = rest[:end].rpartition("@")
+    if not sep or not at:
         return url
-    return f"{scheme}://{path}"
+    return f"{scheme}://{host}{rest[end:]}"
 
 
 def describe(exc: BaseException) -> str:
