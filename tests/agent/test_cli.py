@@ -122,6 +122,11 @@ def test_the_api_key_comes_from_the_named_variable(
     [
         (["--api-key-env", "AGENT_TEST_UNSET_KEY"], "AGENT_TEST_UNSET_KEY, which is not set"),
         (["--approval", "sometimes"], "Invalid value for '--approval'"),
+        (
+            ["--base-url", "http://agent:secret-pw@127.0.0.1:80a/v1"],
+            "error: --base-url: the upstream address http://127.0.0.1:80a/v1 is not a URL: its port must be",
+        ),
+        (["--base-url", "127.0.0.1:8787/v1"], "error: --base-url: the upstream address 127.0.0.1:8787/v1 is not an http://"),
     ],
 )
 def test_bad_usage_exits_2(
@@ -130,6 +135,20 @@ def test_bad_usage_exits_2(
     result = run_agent(server, tmp_path, *options)
     assert result.exit_code == 2
     assert message in result.stderr
+    assert "secret-pw" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+    assert server.requests == []
+
+
+def test_credentials_in_the_base_url_and_a_key_exit_2_without_the_password(
+    server: ResponsesUpstream, tmp_path: Path
+) -> None:
+    with_credentials = server.base_url.replace("http://", "http://agent:secret-pw@")
+    result = run_agent(
+        server, tmp_path, "--base-url", with_credentials, "--api-key-env", "AGENT_TEST_KEY", env={"AGENT_TEST_KEY": "sk-agent"}
+    )
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: --base-url: the upstream URL {server.base_url} carries credentials and an API key is set too: use one.\n"
+    )
     assert server.requests == []
 
 

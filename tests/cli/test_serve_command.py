@@ -219,6 +219,11 @@ def test_a_configuration_file_that_cannot_be_read(tmp_path: Path) -> None:
             "upstream_retries: Input should be greater than or equal to 1\n",
         ),
         (["--upstream", "nowhere"], "error: --upstream takes a URL or one of: mock, ollama, vllm"),
+        (
+            ["--upstream", "http://user:secret-pw@[::1/v1"],
+            "error: base_url: http://[::1/v1 is not a URL: its port must be a number up to 65535, and an IPv6 host "
+            "goes in brackets\n",
+        ),
     ],
 )
 def test_flags_that_make_no_sense_are_refused_naming_the_setting(flags: list[str], message: str) -> None:

@@ -63,6 +63,13 @@ def test_the_documented_example_loads() -> None:
         (('base_url = "https://api.deepseek.com/v1"\n', ""), "toolwire.toml:5: upstreams[0]: upstream 'deepseek' of kind 'chat' needs a base_url"),
         (("[server]", "[server"), "toolwire.toml: "),
         (
+            ("api.deepseek.com/v1", "key:pass@api.deepseek.com:443x/v1"),
+            "toolwire.toml:8: upstreams[0].base_url: https://api.deepseek.com:443x/v1 is not a URL: its port must be "
+            "a number up to 65535, and an IPv6 host goes in brackets",
+        ),
+        (("https://api.deepseek.com", "ftp://api.deepseek.com"), "toolwire.toml:8: upstreams[0].base_url: ftp://api.deepseek.com/v1 is not an http:// or https:// URL"),
+        (("https://api.deepseek.com", "https://"), "toolwire.toml:8: upstreams[0].base_url: https:///v1 names no host"),
+        (
             ('preset = "deepseek"', 'preset = "deepseek"\ntool_call_text = "qwen"'),
             "toolwire.toml:11: upstreams[0].tool_call_text: Input should be 'auto', 'off', 'hermes'",
         ),

@@ -17,7 +17,7 @@ import pytest
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, StreamError, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, Proxy, RetryPolicy, UpstreamLimits
-from toolwire.upstream._failures import without_credentials
+from toolwire.upstream._failures import connect_error, without_credentials
 
 NO_WAIT = RetryPolicy(attempts=3, backoff_seconds=0.0)
 BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
@@ -293,3 +293,10 @@ def test_credentials_never_show_in_messages() -> None:
     assert without_credentials("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1"
     assert without_credentials("http://host/path@with-at") == "http://host/path@with-at"  # no userinfo: left alone
     assert without_credentials("no scheme@host") == "no scheme@host"
+
+
+def test_an_address_aiohttp_cannot_use_is_never_repeated_in_a_message() -> None:
+    """Its ``InvalidURL`` says the URL whole, credentials and all; the endpoint refuses such an
+    address when made, and should a parser still disagree, the message keeps to words."""
+    refused = connect_error("http://h/v1", aiohttp.InvalidURL("http://user:secret@h:x/v1"))
+    assert refused.message == "Cannot reach the upstream at http://h/v1: its address is not a URL that can be used."

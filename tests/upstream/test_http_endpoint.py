@@ -56,3 +56,32 @@ async def test_credentials_in_the_url_alone_reach_the_upstream_as_basic_auth(ups
     assert completion["choices"][0]["message"]["content"] == "authenticated by the URL"
     expected = "Basic " + base64.b64encode(f"tw-user:{PASSWORD}".encode()).decode()
     assert upstream.requests[-1].headers["authorization"] == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://tw-user:url-pass-7c1d@127.0.0.1:80a/v1", "http://127.0.0.1:80a/v1 is not a URL: its port must be"),
+        ("http://tw-user:url-pass-7c1d@127.0.0.1:65536/v1", "http://127.0.0.1:65536/v1 is not a URL: its port must be"),
+        ("http://tw-user:url-pass-7c1d@[::1/v1", "http://[::1/v1 is not a URL: its port must be"),
+        ("ftp://tw-user:url-pass-7c1d@127.0.0.1/v1", "ftp://127.0.0.1/v1 is not an http:// or https:// URL"),
+        ("127.0.0.1:8000/v1", "127.0.0.1:8000/v1 is not an http:// or https:// URL"),
+        ("http://tw-user:url-pass-7c1d@/v1", "http:///v1 names no host"),
+        ("http://tw-user:url-pass-7c1d@models..example/v1", "http://models..example/v1 names a host that cannot be looked up"),
+        ("https://tw-user:url-pass-7c1d@" + "m" * 64 + ".example/v1", "names a host that cannot be looked up"),
+    ],
+)
+def test_an_address_no_request_can_go_to_is_refused_at_once_without_the_password(url: str, problem: str) -> None:
+    """Refused when the endpoint is made, not at each request, whose failure would repeat the
+    address whole (aiohttp's ``InvalidURL``) or escape as no connection error does."""
+    with pytest.raises(ValueError) as refused:
+        HttpEndpoint(url, "/x")
+    assert str(refused.value).startswith("the upstream address ") and problem in str(refused.value)
+    assert PASSWORD not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1]:8000/v1", "https://bücher.example/v1", "http://localhost/", "HTTPS://API.EXAMPLE/v1"]
+)
+def test_addresses_requests_can_go_to_are_taken(url: str) -> None:
+    assert HttpEndpoint(url, "/x").display_url == url.rstrip("/")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from toolwire.agent import AgentResult, ToolContext
+    from toolwire.agent import AgentResult, HttpResponsesClient, ToolContext
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -80,7 +80,14 @@ def agent_command(
     max_turns: Annotated[int, typer.Option(min=1, help="Model requests, at most.")] = 50,
 ) -> None:
     """Run an agent until the model answers without tool calls; print the answer."""
-    from toolwire.agent import Approval, Policy, Sandbox, TerminalApprover, ToolContext
+    from toolwire.agent import (
+        Approval,
+        HttpResponsesClient,
+        Policy,
+        Sandbox,
+        TerminalApprover,
+        ToolContext,
+    )
     from toolwire.errors import ToolwireError
     from toolwire.tools import FatalRuntimeError
 
@@ -92,11 +99,14 @@ def agent_command(
     workdir = (cwd or Path.cwd()).resolve()
     if not workdir.is_dir():
         _fail(f"--cwd {workdir} is not a directory.", EXIT_USAGE)
+    try:  # made before anything runs: an address it refuses is a usage error
+        client = HttpResponsesClient(base_url, api_key=api_key)
+    except ValueError as exc:
+        _fail(f"--base-url: {exc}.", EXIT_USAGE)
     policy = Policy(sandbox=Sandbox(sandbox), approval=Approval(approval), approver=TerminalApprover())
     run = _run(
         prompt,
-        base_url=base_url,
-        api_key=api_key,
+        client=client,
         model=model,
         context=ToolContext(workdir, policy),
         instructions=instructions
@@ -122,8 +132,7 @@ def agent_command(
 async def _run(
     prompt: str,
     *,
-    base_url: str,
-    api_key: str | None,
+    client: HttpResponsesClient,
     model: str,
     context: ToolContext,
     instructions: str,
@@ -131,9 +140,9 @@ async def _run(
     max_parallel: int,
     max_turns: int,
 ) -> AgentResult:
-    from toolwire.agent import AgentLoop, HttpResponsesClient, ProgressPrinter, builtin_router
+    from toolwire.agent import AgentLoop, ProgressPrinter, builtin_router
 
-    async with HttpResponsesClient(base_url, api_key=api_key) as client:
+    async with client:
         loop = AgentLoop(
             client,
             builtin_router(),

@@ -211,7 +211,7 @@ def serve(
             file_config, overrides, upstream=upstream, upstream_key_env=upstream_key_env, preset=preset
         )
     except ValidationError as exc:
-        _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)))
+        _fail("; ".join(map(_validation_words, exc.errors(include_url=False))))
     except ValueError as exc:
         _fail(str(exc))
     problems = serve_problems(
@@ -316,6 +316,13 @@ def _store_has_keys(store: str) -> bool:
         return asyncio.run(check(open_key_store(store)))
     except ToolwireError as exc:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
+
+
+def _validation_words(error: Any) -> str:
+    """One of pydantic's errors as the user reads it: where, when it is somewhere, then what."""
+    where = ".".join(map(str, error["loc"]))
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
 
 
 def _fail(message: str) -> NoReturn:

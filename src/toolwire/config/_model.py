@@ -14,6 +14,7 @@ from toolwire.upstream import (
     DEFAULT_UPSTREAM_TIMEOUT,
     KINDS,
     backend_kind,
+    unusable_url,
 )
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -130,6 +131,14 @@ class UpstreamConfig(_Strict):
     def _known_kind(cls, kind: str) -> str:
         backend_kind(kind)
         return kind
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_url(cls, url: str | None) -> str | None:
+        problem = unusable_url(url) if url else None
+        if problem:
+            raise ValueError(problem)
+        return url
 
     @field_validator("preset")
     @classmethod

@@ -12,7 +12,7 @@ compacts conversations by itself offers ``NativeCompaction``.
 """
 
 from ._base import Backend, ListBatches, NativeCompaction, StreamBatches, UpstreamCall
-from ._failures import without_credentials
+from ._failures import unusable_url, without_credentials
 from ._http import (
     DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
     DEFAULT_UPSTREAM_TIMEOUT,
@@ -53,5 +53,6 @@ __all__ = [
     "UpstreamLimits",
     "backend_kind",
     "proxy_for",
+    "unusable_url",
     "without_credentials",
 ]

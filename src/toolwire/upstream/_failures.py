@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -159,6 +160,30 @@ def without_credentials(url: str) -> str:
     return f"{scheme}://{host}{rest[end:]}"
 
 
+def unusable_url(url: str) -> str | None:
+    """Why requests cannot be sent to ``url`` (a base URL), said without its credentials;
+    None when they can: an http:// or https:// URL with a host that can be looked up and,
+    if any, a port. Checked before any request, whose failure would repeat the URL whole
+    (aiohttp's ``InvalidURL``) or escape as no connection error does (a ``UnicodeError``)."""
+    shown = without_credentials(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- reading it checks it
+    except ValueError:
+        return f"{shown} is not a URL: its port must be a number up to 65535, and an IPv6 host goes in brackets"
+    if parts.scheme not in ("http", "https"):
+        return f"{shown} is not an http:// or https:// URL"
+    if not parts.hostname:
+        return f"{shown} names no host"
+    try:
+        parts.hostname.encode("idna")  # as the lookup will
+    except UnicodeError:
+        return f"{shown} names a host that cannot be looked up: each part between its dots is 1 to 63 characters long"
+    return None
+
+
 def describe(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.InvalidURL):
+        return "its address is not a URL that can be used"  # aiohttp's words repeat the URL, credentials and all
     text = str(exc) or type(exc).__name__
     return text[:500]

@@ -44,6 +44,7 @@ from ._failures import (
     unreadable_answer,
     unreadable_body,
     unsent_error,
+    unusable_url,
     web_page,
     without_credentials,
 )
@@ -121,6 +122,9 @@ class HttpEndpoint:
         self.display_url = without_credentials(self.base_url)
         self.where = self.display_url + (f" (through the proxy {proxy.url})" if proxy else "")
         """Where requests go, for messages: the address without credentials, and the proxy, if any."""
+        problem = unusable_url(self.base_url)
+        if problem:
+            raise ValueError(f"the upstream address {problem}")
         if api_key and self.display_url != self.base_url:
             raise ValueError(
                 f"the upstream URL {self.display_url} carries credentials and an API key is set too: use one"
