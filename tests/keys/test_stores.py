@@ -278,7 +278,7 @@ async def test_a_lease_that_is_not_held_is_given_back_or_renewed_harmlessly(key_
                             "(--admin-key-env), or use sqlite:// or redis://"),
         ("redis:///0", False, "redis:// store URL needs a host, e.g. redis://localhost:6379/0"),
         ("rediss:///0", False, "rediss:// store URL needs a host, e.g. rediss://localhost:6379/0"),
-        ("ftp://x", False, "unknown store 'ftp' in 'ftp://x': use sqlite://[/path], memory:// or redis://host:port/db"),
+        ("ftp://x", False, "unknown store 'ftp': use sqlite://[/path], memory:// or redis://host:port/db"),
     ],
 )
 def test_a_store_url_that_cannot_hold_keys_is_refused_saying_why(url: str, for_cli: bool, refusal: str) -> None:

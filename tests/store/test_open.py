@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from toolwire.keys import open_key_store
 from toolwire.store import (
     DEFAULT_STORE_URL,
     MemoryResponseStore,
@@ -89,6 +91,14 @@ async def test_redis_urls(url: str) -> None:
 def test_urls_that_name_no_store_are_refused(url: str, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         open_store(url)
+
+
+@pytest.mark.parametrize("open_one", [open_store, open_key_store])
+def test_a_store_of_an_unknown_kind_is_refused_without_repeating_its_url(open_one: Callable[[str], object]) -> None:
+    """Its URL may hold a password (valkey://:password@cache:6379/0), and the refusal is printed."""
+    with pytest.raises(ValueError) as refused:
+        open_one("valkey://:s3cret-pw@cache:6379/0")
+    assert str(refused.value) == "unknown store 'valkey': use sqlite://[/path], memory:// or redis://host:port/db"
 
 
 @pytest.mark.parametrize(

@@ -38,4 +38,4 @@ def open_key_store(url: str, *, for_cli: bool = False) -> KeyStore:
         from ._redis import RedisKeyStore
 
         return RedisKeyStore(url)
-    raise ValueError(f"unknown store {scheme!r} in {url!r}: use sqlite://[/path], memory:// or redis://host:port/db")
+    raise ValueError(f"unknown store {scheme!r}: use sqlite://[/path], memory:// or redis://host:port/db")

@@ -72,7 +72,7 @@ def open_store(
         if not urlsplit(url).hostname:
             raise ValueError(f"{scheme}:// store URL needs a host, e.g. {scheme}://localhost:6379/0")
         return RedisResponseStore(url, ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
-    raise ValueError(f"unknown store {scheme!r} in {url!r}: use sqlite://[/path], memory:// or redis://host:port/db")
+    raise ValueError(f"unknown store {scheme!r}: use sqlite://[/path], memory:// or redis://host:port/db")
 
 
 def sqlite_path(url: str) -> Path:
