@@ -155,10 +155,11 @@ def test_every_flag_reaches_the_configuration_each_worker_builds_its_app_from(
         log_lines(result.stderr)[0][2],
     )
     # what it serves, as it starts: the address, the upstream (its key's variable, not the key)
-    assert [message for _, _, message in log_lines(result.stderr)[1:3]] == [
+    assert [message for _, _, message in log_lines(result.stderr)[1:4]] == [
         f"the Responses API at http://127.0.0.1:{taken_port}/v1",
         "upstream 'upstream': a Chat Completions server (vLLM, Ollama, llama.cpp, DeepSeek, ...) at "
         "http://127.0.0.1:9/v1, preset deepseek, its key from $TW_TEST_UPSTREAM_KEY; serves every model (as qwen3)",
+        "responses and client keys kept in this process only (memory://)",
     ]
     assert "sk-x" not in result.stderr
     # uvicorn was told the app is a factory (no warning that it guessed so).

@@ -9,8 +9,15 @@ import pytest
 from toolwire.cli._summary import serving_lines
 from toolwire.config import GatewayConfig, upstream_from_flag
 
+KEPT = "responses and client keys kept in /state/toolwire/responses.sqlite3"
 CHAT = "a Chat Completions server (vLLM, Ollama, llama.cpp, DeepSeek, ...)"
 ANTHROPIC = "an Anthropic Messages API (Claude; DeepSeek, Kimi, GLM, MiniMax Anthropic endpoints)"
+
+
+@pytest.fixture(autouse=True)
+def state_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default store's file is under ``$XDG_STATE_HOME``."""
+    monkeypatch.setenv("XDG_STATE_HOME", "/state")
 
 
 def config(**fields: Any) -> GatewayConfig:
@@ -24,14 +31,16 @@ def config(**fields: Any) -> GatewayConfig:
             GatewayConfig(upstreams=[upstream_from_flag("mock")]),
             None,
             ["the Responses API at http://127.0.0.1:8787/v1",
-             "upstream 'mock': the built-in scripted model (no server needed); serves every model"],
+             "upstream 'mock': the built-in scripted model (no server needed); serves every model",
+             KEPT],
             id="the mock",
         ),
         pytest.param(
             GatewayConfig(upstreams=[upstream_from_flag("ollama")]),
             "qwen3:32b",
             ["the Responses API at http://127.0.0.1:8787/v1",
-             f"upstream 'ollama': {CHAT} at http://127.0.0.1:11434/v1, preset ollama; serves every model (as qwen3:32b)"],
+             f"upstream 'ollama': {CHAT} at http://127.0.0.1:11434/v1, preset ollama; serves every model (as qwen3:32b)",
+             KEPT],
             id="a shortcut, every model sent under --model",
         ),
         pytest.param(
@@ -54,7 +63,8 @@ def config(**fields: Any) -> GatewayConfig:
              f"upstream 'local': {CHAT} at http://10.0.0.5:8000/v1; serves qwen3, every other model",
              f"upstream 'claude': {ANTHROPIC} at https://api.anthropic.com/v1, preset anthropic, its key from "
              "$ANTHROPIC_API_KEY; serves sonnet (as claude-sonnet-4-5), haiku",
-             f"upstream 'idle': {CHAT} at http://127.0.0.1:9999/v1; serves no model"],
+             f"upstream 'idle': {CHAT} at http://127.0.0.1:9999/v1; serves no model",
+             KEPT],
             id="a file: routed models, credentials left out, an upstream nothing reaches",
         ),
         pytest.param(
@@ -64,7 +74,8 @@ def config(**fields: Any) -> GatewayConfig:
             ),
             "ignored",
             ["the Responses API at http://127.0.0.1:8787/v1",
-             f"upstream 'local': {CHAT} at http://127.0.0.1:8000/v1; serves qwen3"],
+             f"upstream 'local': {CHAT} at http://127.0.0.1:8000/v1; serves qwen3",
+             KEPT],
             id="no default upstream: only the models routed, --model sends none",
         ),
     ],
@@ -79,3 +90,19 @@ def test_no_key_is_ever_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     upstream = upstream_from_flag("https://api.example.com/v1", api_key_env="EXAMPLE_KEY")
     shown = "\n".join(serving_lines(GatewayConfig(upstreams=[upstream])))
     assert "$EXAMPLE_KEY" in shown and "sk-example-secret" not in shown
+
+
+@pytest.mark.parametrize(
+    ("store", "kept"),
+    [
+        ("none", "responses and client keys: not kept (store none)"),
+        ("memory://", "responses and client keys kept in this process only (memory://)"),
+        ("MEMORY://", "responses and client keys kept in this process only (memory://)"),
+        ("sqlite:///srv/toolwire/responses.db", "responses and client keys kept in /srv/toolwire/responses.db"),
+        ("redis://gateway:s3cret-pw@cache.internal:6379/2", "responses and client keys kept in Redis at redis://gateway:***@cache.internal:6379/2"),
+        ("rediss://:s3cret-pw@cache.internal/0", "responses and client keys kept in Redis at rediss://:***@cache.internal/0"),
+    ],
+)
+def test_where_responses_and_keys_are_kept_is_the_last_line_and_no_password(store: str, kept: str) -> None:
+    lines = serving_lines(config(server={"store": store}, upstreams=[{"name": "mock", "kind": "mock", "default": True}]))
+    assert lines[-1] == kept and "s3cret-pw" not in "\n".join(lines)

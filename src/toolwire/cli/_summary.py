@@ -2,7 +2,8 @@
 
 Where clients reach the gateway, then one line per upstream: its kind, its address
 without credentials, its preset, where its key comes from (the variable, never the key),
-and the models routed to it, with the name each is sent upstream under. Read from the
+and the models routed to it, with the name each is sent upstream under; last, where
+responses and client keys are kept (a Redis store's password never shown). Read from the
 configuration alone (flags laid over the file), as ``serve_problems`` is: a user sees at
 once that a flag or a file says what they meant, before any request finds out.
 """
@@ -10,6 +11,7 @@ once that a flag or a file says what they meant, before any request finds out.
 from __future__ import annotations
 
 from toolwire.config import GatewayConfig, UpstreamConfig
+from toolwire.store import redact_url, sqlite_path
 from toolwire.upstream import KINDS, without_credentials
 
 
@@ -30,7 +32,20 @@ def serving_lines(config: GatewayConfig, *, model_override: str | None = None) -
             rest = "every other model" if served else "every model"
             served = [*served, rest + (f" (as {model_override})" if model_override else "")]
         lines.append(f"upstream '{upstream.name}': {_described(upstream)}; serves {', '.join(served) or 'no model'}")
+    lines.append(_kept(server.store))
     return lines
+
+
+def _kept(store: str) -> str:
+    """Where responses and client keys are kept: ``store``, a URL ``open_store`` took."""
+    scheme = store.partition(":")[0].lower()
+    if store == "none":
+        return "responses and client keys: not kept (store none)"
+    if scheme == "memory":
+        return "responses and client keys kept in this process only (memory://)"
+    if scheme == "sqlite":
+        return f"responses and client keys kept in {sqlite_path(store)}"
+    return f"responses and client keys kept in Redis at {redact_url(store)}"
 
 
 def _described(upstream: UpstreamConfig) -> str:
