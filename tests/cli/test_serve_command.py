@@ -27,6 +27,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from toolwire.cli import app
+from toolwire.cli._serve import _validation_words
 from toolwire.keys import KeySpec, create_key, open_key_store
 from toolwire.server._factory import MODEL_OVERRIDE_ENV
 from toolwire.server._settings import CONFIG_ENV
@@ -231,6 +232,20 @@ def test_flags_that_make_no_sense_are_refused_naming_the_setting(flags: list[str
     result = serve("--upstream", "mock", *flags)
     assert result.exit_code == 2
     assert result.stderr.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        ({"loc": ("port",), "msg": "Input should be less than or equal to 65535"}, "port: Input should be less than or equal to 65535"),
+        ({"loc": ("upstreams", 0, "base_url"), "msg": "Value error, ftp://h is not an http:// or https:// URL"},
+         "upstreams.0.base_url: ftp://h is not an http:// or https:// URL"),
+        ({"loc": (), "msg": "Value error, upstream 'u' of kind 'chat' needs a base_url"}, "upstream 'u' of kind 'chat' needs a base_url"),
+    ],
+)  # fmt: skip
+def test_a_validation_error_reads_as_where_then_what(error: dict[str, object], words: str) -> None:
+    """pydantic's own prefix for a validator's ValueError is left out, and so is an empty place."""
+    assert _validation_words(error) == words
 
 
 def test_every_problem_is_printed_before_exiting_2() -> None:

@@ -99,6 +99,7 @@ def test_no_key_is_ever_shown(monkeypatch: pytest.MonkeyPatch) -> None:
         ("memory://", "responses and client keys kept in this process only (memory://)"),
         ("MEMORY://", "responses and client keys kept in this process only (memory://)"),
         ("sqlite:///srv/toolwire/responses.db", "responses and client keys kept in /srv/toolwire/responses.db"),
+        ("sqlite:///srv/tool:wire/responses.db", "responses and client keys kept in /srv/tool:wire/responses.db"),
         ("redis://gateway:s3cret-pw@cache.internal:6379/2", "responses and client keys kept in Redis at redis://gateway:***@cache.internal:6379/2"),
         ("rediss://:s3cret-pw@cache.internal/0", "responses and client keys kept in Redis at rediss://:***@cache.internal/0"),
     ],

@@ -211,7 +211,7 @@ def serve(
             file_config, overrides, upstream=upstream, upstream_key_env=upstream_key_env, preset=preset
         )
     except ValidationError as exc:
-        _fail("; ".join(map(_validation_words, exc.errors(include_url=False))))
+        _fail("; ".join(map(_validation_words, exc.errors())))
     except ValueError as exc:
         _fail(str(exc))
     problems = serve_problems(
