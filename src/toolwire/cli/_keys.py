@@ -215,9 +215,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) 
 
 
 def _flag_error(error: Any) -> str:
+    from toolwire.config import validator_message
+
     field = str(error["loc"][0]) if error["loc"] else "key"
     flag = "NAME" if field == "name" else "--" + field.replace("_", "-")
-    return f"{flag}: {error['msg'].removeprefix('Value error, ')}"
+    return f"{flag}: {validator_message(error)}"
 
 
 def _fail_usage(message: str) -> NoReturn:

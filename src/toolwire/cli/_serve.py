@@ -320,8 +320,10 @@ def _store_has_keys(store: str) -> bool:
 
 def _validation_words(error: Any) -> str:
     """One of pydantic's errors as the user reads it: where, when it is somewhere, then what."""
+    from toolwire.config import validator_message
+
     where = ".".join(map(str, error["loc"]))
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = validator_message(error)
     return f"{where}: {message}" if where else message
 
 

@@ -15,6 +15,12 @@ class ConfigError(Exception):
     """A configuration file that cannot be used; the message names the key and line."""
 
 
+def validator_message(error: Any) -> str:
+    """One of a pydantic ``ValidationError``'s errors in its own words: without the
+    ``Value error, `` pydantic puts before the words of a validator's ``ValueError``."""
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 def load_config(path: str | Path) -> GatewayConfig:
     path = Path(path)
     try:
@@ -33,7 +39,7 @@ def parse_config(text: str, *, source: str = "toolwire.toml") -> GatewayConfig:
         config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        raise _located(text, source, tuple(error["loc"]), error["msg"].removeprefix("Value error, ")) from None
+        raise _located(text, source, tuple(error["loc"]), validator_message(error)) from None
     for loc, message in config.problems():
         raise _located(text, source, loc, message)
     return config

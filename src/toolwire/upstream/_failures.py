@@ -6,7 +6,8 @@ head or a body that cannot be read. Each names the upstream by its address witho
 credentials (``without_credentials``), never with a key, and keeps the foreign exception
 (aiohttp's, asyncio's) as its cause. Of an upstream's own error answer, its message,
 type, code and param are kept (``error_fields``), and its status, but for a 500, which
-the client gets as 502 (``client_status``).
+the client gets as 502 (``client_status``). Before any request, why an address cannot
+be used at all (``unusable_url``), said without its credentials too.
 """
 
 from __future__ import annotations
