@@ -152,6 +152,20 @@ def test_credentials_in_the_base_url_and_a_key_exit_2_without_the_password(
     assert server.requests == []
 
 
+def test_a_proxy_the_environment_names_that_cannot_be_used_exits_2_as_the_variable_s_fault(
+    server: ResponsesUpstream, tmp_path: Path
+) -> None:
+    proxied = {"HTTP_PROXY": "http://agent:secret-pw@proxy.corp:99999", "NO_PROXY": ""}
+    result = run_agent(server, tmp_path, "--base-url", "http://models.internal/v1", env=proxied)  # (loopback goes direct)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: HTTP_PROXY names the proxy http://proxy.corp:99999, which toolwire cannot use: only http:// and "
+        "https:// proxies with a host and a valid port are supported. Set NO_PROXY to the upstream's host to "
+        "connect directly.\n",
+    )
+    assert server.requests == []
+
+
 def test_a_timeout_exits_124(server: ResponsesUpstream, tmp_path: Path) -> None:
     server.enqueue(ScriptedResponse([assistant_message("...")], stall_after=2))
     result = run_agent(server, tmp_path, "--timeout", "0.5")

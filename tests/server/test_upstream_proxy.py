@@ -106,7 +106,7 @@ def test_a_proxy_toolwire_cannot_use_stops_serve_with_a_clear_reason(upstream: C
     with pytest.raises(RuntimeError) as refused:
         gateway.start()
     reason = str(refused.value)
-    assert "ALL_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use" in reason, reason
+    assert "ALL_PROXY names the proxy socks5://127.0.0.1:1080, which toolwire cannot use" in reason, reason
     assert "Traceback" not in reason and "secret" not in reason
 
 

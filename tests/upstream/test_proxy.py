@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire.upstream import Proxy, proxy_for
+from toolwire.upstream import Proxy, UnusableProxy, proxy_for
 from toolwire.upstream._proxy import aiohttp_arguments
 
 HOSTED = "https://api.deepseek.com/v1"
@@ -85,11 +85,11 @@ def test_credentials_in_the_proxy_url_become_a_header_and_leave_the_url() -> Non
 
 @pytest.mark.parametrize(
     ("value", "named"),
-    [("socks5://127.0.0.1:1080", "socks5://127.0.0.1"), ("socks5h://user:secret@proxy:1080", "socks5h://proxy"),
-     ("http://proxy:notaport", "http://?"), ("http://", "http://?")],
+    [("socks5://127.0.0.1:1080", "socks5://127.0.0.1:1080"), ("socks5h://user:secret@proxy:1080", "socks5h://proxy:1080"),
+     ("http://proxy:notaport", "http://proxy:notaport"), ("http://", "http://?")],
 )
 def test_a_proxy_toolwire_cannot_use_is_an_error_naming_the_variable(value: str, named: str) -> None:
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(UnusableProxy) as raised:
         proxy_for(HOSTED, {"ALL_PROXY": value})
     message = str(raised.value)
     assert message.startswith(f"ALL_PROXY names the proxy {named},"), message
@@ -153,9 +153,18 @@ def test_the_refusal_says_what_works() -> None:
     with pytest.raises(ValueError) as raised:
         proxy_for(HOSTED, {"HTTPS_PROXY": "socks5://127.0.0.1:1080"})
     assert str(raised.value) == (
-        "HTTPS_PROXY names the proxy socks5://127.0.0.1, which toolwire cannot use: only http:// and https:// "
+        "HTTPS_PROXY names the proxy socks5://127.0.0.1:1080, which toolwire cannot use: only http:// and https:// "
         "proxies with a host and a valid port are supported. Set NO_PROXY to the upstream's host to connect directly."
     )
+
+
+def test_a_proxy_port_out_of_range_is_shown_as_given_without_its_credentials() -> None:
+    with pytest.raises(UnusableProxy) as raised:
+        proxy_for(HOSTED, {"HTTPS_PROXY": "http://me:secret-pw@proxy.corp:99999"})
+    assert str(raised.value).startswith("HTTPS_PROXY names the proxy http://proxy.corp:99999, which toolwire cannot use")
+    with pytest.raises(UnusableProxy) as raised:
+        proxy_for(HOSTED, {"HTTPS_PROXY": "http://me:secret-pw@"})
+    assert str(raised.value).startswith("HTTPS_PROXY names the proxy http://?, which")
 
 
 def test_an_empty_no_proxy_entry_does_not_end_the_list() -> None:

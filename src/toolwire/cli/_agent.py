@@ -90,6 +90,7 @@ def agent_command(
     )
     from toolwire.errors import ToolwireError
     from toolwire.tools import FatalRuntimeError
+    from toolwire.upstream import UnusableProxy
 
     api_key = None
     if api_key_env is not None:
@@ -99,8 +100,10 @@ def agent_command(
     workdir = (cwd or Path.cwd()).resolve()
     if not workdir.is_dir():
         _fail(f"--cwd {workdir} is not a directory.", EXIT_USAGE)
-    try:  # made before anything runs: an address it refuses is a usage error
+    try:  # made before anything runs: an address it refuses is a usage error, and so is the proxy's
         client = HttpResponsesClient(base_url, api_key=api_key)
+    except UnusableProxy as exc:
+        _fail(str(exc), EXIT_USAGE)
     except ValueError as exc:
         _fail(f"--base-url: {exc}.", EXIT_USAGE)
     policy = Policy(sandbox=Sandbox(sandbox), approval=Approval(approval), approver=TerminalApprover())

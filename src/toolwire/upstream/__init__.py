@@ -27,7 +27,7 @@ from ._limits import (
     DEFAULT_UPSTREAM_MAX_STREAM_BYTES,
     UpstreamLimits,
 )
-from ._proxy import Proxy, proxy_for
+from ._proxy import Proxy, UnusableProxy, proxy_for
 from ._sse_batches import DEFAULT_UPSTREAM_EVENT_TIMEOUT
 from .kinds import KINDS, backend_kind
 
@@ -49,6 +49,7 @@ __all__ = [
     "Proxy",
     "RetryPolicy",
     "StreamBatches",
+    "UnusableProxy",
     "UpstreamCall",
     "UpstreamLimits",
     "backend_kind",

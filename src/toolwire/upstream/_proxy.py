@@ -101,6 +101,11 @@ def _in_network(host: str, block: str) -> bool:
         return False
 
 
+class UnusableProxy(ValueError):
+    """A proxy variable of the environment names a proxy toolwire cannot use; the message
+    names the variable and the proxy's address (never its credentials)."""
+
+
 def _parse_proxy(value: str, variable: str) -> Proxy:
     parts = urlsplit(value if "://" in value else "http://" + value)
     scheme, host = parts.scheme.lower(), parts.hostname
@@ -109,8 +114,9 @@ def _parse_proxy(value: str, variable: str) -> Proxy:
     except ValueError:
         host = None
     if scheme not in ("http", "https") or not host:
-        raise ValueError(
-            f"{variable.upper()} names the proxy {scheme}://{host or '?'}, which toolwire cannot use: only "
+        address = parts.netloc.rpartition("@")[2]  # as given, without credentials: a port out of range shows
+        raise UnusableProxy(
+            f"{variable.upper()} names the proxy {scheme}://{address or '?'}, which toolwire cannot use: only "
             "http:// and https:// proxies with a host and a valid port are supported. Set NO_PROXY to the "
             "upstream's host to connect directly."
         )
