@@ -93,7 +93,7 @@ def test_cross_references_of_the_file_are_problems_with_their_place() -> None:
     broken = GatewayConfig.model_validate(
         {"upstreams": [{"name": "local", "kind": "mock"}], "models": [{"name": "m", "upstream": "elsewhere"}]}
     )
-    assert serve_problems(broken, {}) == ["models.0.upstream: unknown upstream 'elsewhere' (known: local)"]
+    assert serve_problems(broken, {}) == ["models[0].upstream: unknown upstream 'elsewhere' (known: local)"]
 
 
 def test_every_problem_is_reported_at_once() -> None:

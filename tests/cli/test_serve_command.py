@@ -239,7 +239,7 @@ def test_flags_that_make_no_sense_are_refused_naming_the_setting(flags: list[str
     [
         ({"loc": ("port",), "msg": "Input should be less than or equal to 65535"}, "port: Input should be less than or equal to 65535"),
         ({"loc": ("upstreams", 0, "base_url"), "msg": "Value error, ftp://h is not an http:// or https:// URL"},
-         "upstreams.0.base_url: ftp://h is not an http:// or https:// URL"),
+         "upstreams[0].base_url: ftp://h is not an http:// or https:// URL"),
         ({"loc": (), "msg": "Value error, upstream 'u' of kind 'chat' needs a base_url"}, "upstream 'u' of kind 'chat' needs a base_url"),
     ],
 )  # fmt: skip
@@ -309,6 +309,41 @@ def test_a_store_that_cannot_say_whether_it_holds_keys() -> None:
     result = serve("--upstream", "mock", "--host", "0.0.0.0", "--store", "redis://127.0.0.1:1/0")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: cannot tell whether the store holds client keys: ")
+
+
+def test_a_store_file_that_cannot_be_made_is_refused_before_serving(tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_bytes(b"")
+    path = tmp_path / "plain-file" / "toolwire.sqlite3"
+    result = serve("--upstream", "mock", "--store", f"sqlite://{path}")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"error: the store cannot be used: The key store {path} failed: [Errno 20] Not a directory: "
+        f"'{tmp_path / 'plain-file'}'. Give a file toolwire can create and write"
+    )
+    assert "Started server process" not in result.stderr
+
+
+@pytest.mark.usefixtures("as_a_process")
+def test_a_store_server_that_cannot_be_reached_is_told_at_start(taken_port: int) -> None:
+    """Redis may come up after the gateway: it serves, and says at once what is wrong."""
+    result = serve("--upstream", "mock", "--port", str(taken_port), "--store", "redis://:hunter2@127.0.0.1:1/0")
+    assert result.exit_code == STARTUP_FAILURE, result.output
+    lines = log_lines(result.stderr)
+    kept = lines.index(("INFO", "toolwire.server", "responses and client keys kept in Redis at redis://:***@127.0.0.1:1/0"))
+    level, _, message = lines[kept + 1]
+    assert level == "WARNING"
+    assert message.startswith("the store cannot be reached now: The key store redis://:***@127.0.0.1:1/0 is unreachable (")
+    assert message.endswith("Until it can, every request is refused (503: client keys are looked up there) and /readyz answers 503.")
+    assert "hunter2" not in result.stderr
+
+
+@pytest.mark.usefixtures("as_a_process")
+def test_a_store_that_answers_is_made_before_serving_and_not_warned_of(taken_port: int, tmp_path: Path) -> None:
+    path = tmp_path / "state" / "toolwire.sqlite3"
+    result = serve("--upstream", "mock", "--port", str(taken_port), "--store", f"sqlite://{path}")
+    assert result.exit_code == STARTUP_FAILURE, result.output
+    assert [line for line in log_lines(result.stderr) if line[0] != "INFO"] == []
+    assert path.is_file()
 
 
 @pytest.mark.usefixtures("as_a_process")

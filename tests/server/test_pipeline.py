@@ -19,6 +19,7 @@ import orjson
 import pytest
 from starlette.exceptions import HTTPException
 
+from tests.store.redis_server import RedisServer
 from tests.support.chat_upstream import (
     Call,
     ChatUpstream,
@@ -46,6 +47,7 @@ from toolwire.store import (
     SQLiteResponseStore,
     StoredResponse,
     StoreUnavailable,
+    open_store,
     stored_items,
 )
 from toolwire.translate._conversation import ConversationWalker
@@ -795,6 +797,44 @@ async def test_readiness_of_an_unreachable_upstream() -> None:
     assert ready.status_code == 503
     assert ready.json()["status"] == "unavailable"
     assert ready.json()["reason"].startswith("Cannot reach the upstream at http://127.0.0.1:1/v1: ")
+
+
+async def test_readiness_follows_the_store_every_request_needs(upstream: ChatUpstream, redis_server: RedisServer) -> None:
+    """While the store cannot answer, every request is refused (503: its key is looked up
+    there), so the gateway is not ready; it is again once the store is back."""
+    async with gateway_client(chat_config(upstream.base_url, store=redis_server.url)) as client:
+        assert (await client.get("/readyz")).json() == {"status": "ready"}
+        redis_server.stop()
+        down = await client.get("/readyz")
+        refused = await client.post("/v1/responses", json={"model": "m", "input": "hi", "store": False})
+        redis_server.start()
+        back = await client.get("/readyz")
+    assert (down.status_code, down.json()["status"]) == (503, "unavailable")
+    assert down.json()["reason"].startswith(f"The key store {redis_server.url} is unreachable (")
+    assert refused.status_code == 503, "what readiness says is what a request meets"
+    assert (back.status_code, back.json()) == (200, {"status": "ready"})
+
+
+async def test_readiness_of_a_store_file_that_cannot_be_opened(upstream: ChatUpstream, tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_bytes(b"")
+    path = tmp_path / "plain-file" / "toolwire.sqlite3"  # under a file: no directory can be made there
+    async with gateway_client(chat_config(upstream.base_url, store=f"sqlite://{path}")) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["reason"] == (
+        f"The key store {path} failed: [Errno 20] Not a directory: '{tmp_path / 'plain-file'}'."
+    )
+
+
+async def test_readiness_asks_the_response_store_too(upstream: ChatUpstream) -> None:
+    """A gateway without a key store (no gate) still needs its response store."""
+    router = build_router(chat_config(upstream.base_url))
+    app = create_app(router, GatewaySettings(store=open_store("redis://:hunter2@127.0.0.1:1/0")))
+    async with serving(app, ServerConfig()) as url, httpx.AsyncClient(base_url=url) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["reason"].startswith("The response store redis://:***@127.0.0.1:1/0 is unreachable (")
+    assert "hunter2" not in ready.text
 
 
 async def test_unknown_routes_and_methods_get_openai_errors(upstream: ChatUpstream) -> None:

@@ -171,7 +171,7 @@ async def test_a_failing_file_is_named_with_what_went_wrong(tmp_path: Path) -> N
     finally:
         await store.aclose()
     parent = tmp_path / "not-a-directory"
-    assert caught.value.message == f"The response store {parent}/r.db failed: [Errno 17] File exists: '{parent}'."
+    assert caught.value.message == f"The response store {parent}/r.db failed: [Errno 20] Not a directory: '{parent}'."
     (tmp_path / "text.db").write_text("not a database " * 100)
     store = open_store(f"sqlite://{tmp_path}/text.db", ttl_seconds=60, max_entries=10)
     try:

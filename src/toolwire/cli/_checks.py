@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
-from toolwire.config import GatewayConfig
+from toolwire.config import GatewayConfig, config_key
 from toolwire.server import is_loopback, parse_client_keys
 from toolwire.server._factory import open_configured_store
 from toolwire.upstream import proxy_for
@@ -26,7 +26,7 @@ def serve_problems(
     """
     if not config.upstreams:
         return ["no upstream: pass --upstream URL (or a shortcut such as ollama, or mock), or --config FILE."]
-    problems = [f"{'.'.join(map(str, where))}: {what}" for where, what in config.problems()]
+    problems = [f"{config_key(where)}: {what}" for where, what in config.problems()]
     problems += _upstream_problems(config, environ)
     server = config.server
     try:

@@ -222,6 +222,12 @@ def serve(
             typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     server = settings.server
+    trouble = _store_trouble(server.store)
+    if trouble is not None and server.store.lower().startswith("sqlite:"):
+        _fail(
+            f"the store cannot be used: {trouble} Give a file toolwire can create and write "
+            "(--store sqlite:///path/to/toolwire.sqlite3), or --store memory:// (kept by this process only)."
+        )
     open_files = raise_open_files_limit()
     try:
         caps = capacity(server.max_connections, server.max_streams, open_files)
@@ -237,6 +243,11 @@ def serve(
     )
     for line in serving_lines(settings, model_override=model):
         log.info(line)
+    if trouble is not None:
+        log.warning(
+            "the store cannot be reached now: %s Until it can, every request is refused (503: client keys are "
+            "looked up there) and /readyz answers 503.", trouble,
+        )
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,
@@ -318,11 +329,39 @@ def _store_has_keys(store: str) -> bool:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
 
+def _store_trouble(store: str) -> str | None:
+    """Why the store ``toolwire serve`` will use cannot answer now (None: it can, or there
+    is none), asked once before serving as ``/readyz`` asks it: whether it holds client
+    keys, and how many bytes of responses. The first use of a SQLite file creates it."""
+    if store == "none":
+        return None
+    import asyncio
+
+    from toolwire.errors import ToolwireError
+    from toolwire.keys import open_key_store
+    from toolwire.store import open_store
+
+    async def ask() -> None:
+        keys, responses = open_key_store(store), open_store(store)
+        try:
+            await keys.has_keys()
+            await responses.stored_bytes()
+        finally:
+            await keys.aclose()
+            await responses.aclose()
+
+    try:
+        asyncio.run(ask())
+    except ToolwireError as exc:
+        return exc.message
+    return None
+
+
 def _validation_words(error: Any) -> str:
     """One of pydantic's errors as the user reads it: where, when it is somewhere, then what."""
-    from toolwire.config import validator_message
+    from toolwire.config import config_key, validator_message
 
-    where = ".".join(map(str, error["loc"]))
+    where = config_key(error["loc"])
     message = validator_message(error)
     return f"{where}: {message}" if where else message
 

@@ -5,7 +5,7 @@ command-line flags over it; environment variables hold secrets only (``*_env`` k
 name them).
 """
 
-from ._load import ConfigError, load_config, parse_config, validator_message
+from ._load import ConfigError, config_key, load_config, parse_config, validator_message
 from ._model import (
     DEFAULT_CAPTURE_KEEP,
     DEFAULT_CAPTURE_MAX_BYTES,
@@ -32,6 +32,7 @@ __all__ = [
     "ServerConfig",
     "Shortcut",
     "UpstreamConfig",
+    "config_key",
     "load_config",
     "parse_config",
     "upstream_from_flag",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,15 @@ def parse_config(text: str, *, source: str = "toolwire.toml") -> GatewayConfig:
 
 
 def _located(text: str, source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
-    key = _dotted(loc) or "(top level)"
+    key = config_key(loc) or "(top level)"
     line = _line_of(text, loc)
     where = f"{source}:{line}" if line else source
     return ConfigError(f"{where}: {key}: {message}")
 
 
-def _dotted(loc: tuple[Any, ...]) -> str:
+def config_key(loc: Sequence[Any]) -> str:
+    """Where a setting is, as the configuration file's reader writes it: ``("upstreams",
+    0, "base_url")`` -> ``upstreams[0].base_url`` ("" for no place)."""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))

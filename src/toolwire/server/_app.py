@@ -1,7 +1,8 @@
 """The ASGI application: routes, lifespan, and health endpoints.
 
 ``/v1/responses`` is served by both transports: ``POST`` over HTTP + SSE, ``GET`` with
-``Upgrade: websocket`` over a WebSocket. The lifespan hands uvicorn's protocols the
+``Upgrade: websocket`` over a WebSocket. ``/readyz`` is ready when the stores answer and
+every upstream does. The lifespan hands uvicorn's protocols the
 settings they enforce (``_uvicorn``).
 """
 
@@ -19,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from toolwire.errors import NotFoundError, UpstreamError
+from toolwire.store import StoreUnavailable
 
 from ._admin import admin_routes
 from ._auth import ClientAuth
@@ -59,8 +61,9 @@ def create_app(
 
     async def readyz(request: Request) -> Response:
         try:
+            await stores_answer(settings)
             await router.check()
-        except UpstreamError as exc:
+        except (StoreUnavailable, UpstreamError) as exc:
             return JSONResponse({"status": "unavailable", "reason": exc.message}, status_code=503)
         return JSONResponse({"status": "ready"})
 
@@ -108,6 +111,18 @@ def create_app(
     )
     served = _ResponsesFastPath(responses, responses_websocket, app)
     return ClientAuth(served, gate) if gate is not None else served
+
+
+async def stores_answer(settings: GatewaySettings) -> None:
+    """Raise ``StoreUnavailable`` unless the stores a request may need answer now: the key
+    store (every request's key is looked up there, so while it cannot answer every request
+    is refused with 503) and the response store. Each is asked the cheapest question it
+    answers."""
+    gate = settings.gate
+    if gate is not None and gate.store is not None:
+        await gate.store.has_keys()
+    if settings.store is not None:
+        await settings.store.stored_bytes()
 
 
 def allow_header(refusal: HTTPException) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
@@ -96,7 +97,10 @@ def connect_sqlite(path: Path, schema: str) -> sqlite3.Connection:
     process opening the same new file cannot interleave.
     """
     with _OPENING:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError as exc:  # a file where a directory of the path goes
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", exc.filename) from exc
         with contextlib.suppress(FileExistsError):
             os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
         db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS, isolation_level=None)
