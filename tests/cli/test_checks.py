@@ -59,7 +59,7 @@ def test_a_proxy_that_cannot_be_used_names_the_upstream() -> None:
     assert serve_problems(config(), {"HTTPS_PROXY": "socks5://127.0.0.1:1080", "HTTP_PROXY": "socks5://x"}) == []
 
 
-@pytest.mark.parametrize(("store", "expected"), [("bogus://x", "--store: unknown store 'bogus'"), ("memory://x", "--store: 'memory://x'")])
+@pytest.mark.parametrize(("store", "expected"), [("bogus://x", "--store: unknown store 'bogus'"), ("memory://x", "--store: memory://x: a memory store takes no host or path")])
 def test_a_store_url_that_makes_no_sense(store: str, expected: str) -> None:
     (problem,) = serve_problems(config(server=f'store = "{store}"'), {})
     assert problem.startswith(expected)

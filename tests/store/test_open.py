@@ -102,6 +102,23 @@ def test_a_store_of_an_unknown_kind_is_refused_without_repeating_its_url(open_on
 
 
 @pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("memory://:s3cret-pw@somewhere", "memory://:***@somewhere: a memory store takes no host or path; use memory://"),
+        ("sqlite://me:s3cret-pw@dbhost/responses", "sqlite://me:***@dbhost/responses: write a sqlite file path as "
+         "sqlite:///absolute/path or sqlite://~/path"),
+        ("sqlite://me:s3cret-pw@dbhost/r.db?mode=ro", "sqlite://me:***@dbhost/r.db: a sqlite store URL takes no query or fragment"),
+    ],
+)  # fmt: skip
+def test_a_store_url_refused_is_shown_without_its_password(url: str, words: str) -> None:
+    """As a database URL of another kind would be written (postgresql://user:password@host/db)."""
+    for open_one in (open_store, open_key_store) if url.startswith("sqlite:") else (open_store,):
+        with pytest.raises(ValueError) as refused:
+            open_one(url)
+        assert str(refused.value) == words
+
+
+@pytest.mark.parametrize(
     ("ttl_seconds", "max_entries", "max_bytes", "complaint"),
     [
         (0, 10, None, "time to live must be positive"),

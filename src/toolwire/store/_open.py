@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from ._base import ResponseStore
 from ._memory import MemoryResponseStore
+from ._redis_server import redact_url
 from ._sqlite import SQLiteResponseStore
 
 DEFAULT_STORE_URL = "sqlite://"
@@ -60,7 +61,7 @@ def open_store(
         raise ValueError(f"{url!r} is not a store URL: use sqlite://[/path], memory:// or redis://host:port/db")
     if scheme == "memory":
         if url.lower() not in ("memory:", "memory://"):
-            raise ValueError(f"{url!r}: a memory store takes no host or path; use memory://")
+            raise ValueError(f"{redact_url(url)}: a memory store takes no host or path; use memory://")
         return MemoryResponseStore(ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
     if scheme == "sqlite":
         return SQLiteResponseStore(sqlite_path(url), ttl_seconds=ttl_seconds, max_entries=max_entries, max_bytes=max_bytes)
@@ -79,9 +80,9 @@ def sqlite_path(url: str) -> Path:
     """The file a ``sqlite:`` URL names: its path, or ``default_sqlite_path()`` if it has none."""
     parts = urlsplit(url)
     if parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: a sqlite store URL takes no query or fragment")
+        raise ValueError(f"{redact_url(url)}: a sqlite store URL takes no query or fragment")
     if parts.netloc not in ("", "~"):
-        raise ValueError(f"{url!r}: write a sqlite file path as sqlite:///absolute/path or sqlite://~/path")
+        raise ValueError(f"{redact_url(url)}: write a sqlite file path as sqlite:///absolute/path or sqlite://~/path")
     path = unquote(parts.netloc + parts.path)
     return Path(path).expanduser() if path else default_sqlite_path()
 
