@@ -316,9 +316,10 @@ def test_a_store_file_that_cannot_be_made_is_refused_before_serving(tmp_path: Pa
     path = tmp_path / "plain-file" / "toolwire.sqlite3"
     result = serve("--upstream", "mock", "--store", f"sqlite://{path}")
     assert result.exit_code == 2
-    assert result.stderr.startswith(
+    assert result.stderr == (
         f"error: the store cannot be used: The key store {path} failed: [Errno 20] Not a directory: "
-        f"'{tmp_path / 'plain-file'}'. Give a file toolwire can create and write"
+        f"'{tmp_path / 'plain-file'}'. Give a file toolwire can create and write "
+        "(--store sqlite:///path/to/toolwire.sqlite3), or --store memory:// (kept by this process only).\n"
     )
     assert "Started server process" not in result.stderr
 
