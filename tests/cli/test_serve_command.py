@@ -334,7 +334,10 @@ def test_a_store_server_that_cannot_be_reached_is_told_at_start(taken_port: int)
     level, _, message = lines[kept + 1]
     assert level == "WARNING"
     assert message.startswith("the store cannot be reached now: The key store redis://:***@127.0.0.1:1/0 is unreachable (")
-    assert message.endswith("Until it can, every request is refused (503: client keys are looked up there) and /readyz answers 503.")
+    assert message.endswith(
+        "Until it can, the requests that need it are answered 503 (each one whose client key is looked up there, "
+        "each one that keeps or continues a response), and so is /readyz."
+    )
     assert "hunter2" not in result.stderr
 
 

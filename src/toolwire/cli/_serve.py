@@ -245,8 +245,9 @@ def serve(
         log.info(line)
     if trouble is not None:
         log.warning(
-            "the store cannot be reached now: %s Until it can, every request is refused (503: client keys are "
-            "looked up there) and /readyz answers 503.", trouble,
+            "the store cannot be reached now: %s Until it can, the requests that need it are answered 503 (each "
+            "one whose client key is looked up there, each one that keeps or continues a response), and so is "
+            "/readyz.", trouble,
         )
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",

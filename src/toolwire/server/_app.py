@@ -115,9 +115,9 @@ def create_app(
 
 async def stores_answer(settings: GatewaySettings) -> None:
     """Raise ``StoreUnavailable`` unless the stores a request may need answer now: the key
-    store (every request's key is looked up there, so while it cannot answer every request
-    is refused with 503) and the response store. Each is asked the cheapest question it
-    answers."""
+    store (client keys are looked up there: on a gateway without static keys, while it
+    cannot answer, every request is refused with 503) and the response store. Each is
+    asked the cheapest question it answers."""
     gate = settings.gate
     if gate is not None and gate.store is not None:
         await gate.store.has_keys()
