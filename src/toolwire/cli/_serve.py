@@ -12,13 +12,18 @@ import enum
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
     from toolwire.config import GatewayConfig, ServerConfig
+    from toolwire.keys import KeyStore
+    from toolwire.store import ResponseStore
+
+T = TypeVar("T")
 
 
 class LogLevel(enum.StrEnum):
@@ -313,19 +318,10 @@ def _store_has_keys(store: str) -> bool:
     """Whether the store ``toolwire serve`` will use holds client keys (it then needs them)."""
     if store == "none":
         return False
-    import asyncio
-
     from toolwire.errors import ToolwireError
-    from toolwire.keys import KeyStore, open_key_store
-
-    async def check(keys: KeyStore) -> bool:
-        try:
-            return await keys.has_keys()
-        finally:
-            await keys.aclose()
 
     try:
-        return asyncio.run(check(open_key_store(store)))
+        return _asked(store, lambda keys, responses: keys.has_keys())
     except ToolwireError as exc:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
@@ -336,26 +332,37 @@ def _store_trouble(store: str) -> str | None:
     keys, and how many bytes of responses. The first use of a SQLite file creates it."""
     if store == "none":
         return None
+    from toolwire.errors import ToolwireError
+
+    async def both(keys: KeyStore, responses: ResponseStore) -> None:
+        await keys.has_keys()
+        await responses.stored_bytes()
+
+    try:
+        _asked(store, both)
+    except ToolwireError as exc:
+        return exc.message
+    return None
+
+
+def _asked(store: str, question: Callable[[KeyStore, ResponseStore], Awaitable[T]]) -> T:
+    """``question`` put to the key store and the response store ``store`` names, opened
+    for it and closed after, in an event loop of its own (``ToolwireError``: they could
+    not answer). Opening does no I/O: a store the question leaves alone is not reached."""
     import asyncio
 
-    from toolwire.errors import ToolwireError
     from toolwire.keys import open_key_store
     from toolwire.store import open_store
 
-    async def ask() -> None:
+    async def ask() -> T:
         keys, responses = open_key_store(store), open_store(store)
         try:
-            await keys.has_keys()
-            await responses.stored_bytes()
+            return await question(keys, responses)
         finally:
             await keys.aclose()
             await responses.aclose()
 
-    try:
-        asyncio.run(ask())
-    except ToolwireError as exc:
-        return exc.message
-    return None
+    return asyncio.run(ask())
 
 
 def _validation_words(error: Any) -> str:
