@@ -26,6 +26,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
+from tests.support.chat_upstream import ChatUpstream
 from toolwire.cli import app
 from toolwire.cli._serve import _validation_words
 from toolwire.keys import KeySpec, create_key, open_key_store
@@ -164,7 +165,7 @@ def test_every_flag_reaches_the_configuration_each_worker_builds_its_app_from(
     ]
     assert "sk-x" not in result.stderr
     # uvicorn was told the app is a factory (no warning that it guessed so).
-    assert "WARNING" not in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("WARNING:")] == []
 
 
 @pytest.mark.usefixtures("as_a_process")
@@ -348,6 +349,27 @@ def test_a_store_that_answers_is_made_before_serving_and_not_warned_of(taken_por
     assert result.exit_code == STARTUP_FAILURE, result.output
     assert [line for line in log_lines(result.stderr) if line[0] != "INFO"] == []
     assert path.is_file()
+
+
+@pytest.mark.usefixtures("as_a_process")
+def test_an_upstream_that_cannot_be_reached_is_told_at_start(
+    taken_port: int, upstream: ChatUpstream, tmp_path: Path
+) -> None:
+    """The model server may come up after the gateway: it serves, and says at once which
+    upstream does not answer and why; an upstream that answers is not warned of."""
+    config = (
+        '[[upstreams]]\nname = "local"\nbase_url = "http://127.0.0.1:1/v1"\ndefault = true\n'
+        f'[[upstreams]]\nname = "live"\nbase_url = "{upstream.base_url}"\n'
+    )
+    (tmp_path / "toolwire.toml").write_text(config)
+    result = serve("--config", str(tmp_path / "toolwire.toml"), "--port", str(taken_port), "--store", "none")
+    assert result.exit_code == STARTUP_FAILURE, result.output
+    assert [line for line in log_lines(result.stderr) if line[0] != "INFO"] == [
+        ("WARNING", "toolwire.server", "upstream 'local' does not answer now: Cannot reach the upstream at "
+         "http://127.0.0.1:1/v1: no connection to 127.0.0.1:1 (Connection refused). Until it does, the requests "
+         "sent to it are answered 502, and /readyz 503."),
+    ]  # fmt: skip
+    assert upstream.requests[-1].path == "/v1/models"
 
 
 @pytest.mark.usefixtures("as_a_process")

@@ -100,3 +100,21 @@ async def test_upstream_keys_are_read_from_the_environment_given(
         answer = await client.post("/v1/responses", json={"model": "m", "input": "hi"})
     assert answer.status_code == 200, answer.text
     assert upstream.requests[0].headers["authorization"] == "Bearer the-given-environment-key"
+
+
+async def test_the_upstreams_that_do_not_answer_are_named_with_why(upstream: ChatUpstream) -> None:
+    """Asked together (``toolwire serve`` asks before serving): a live upstream, whatever its
+    status (the scripted one has no ``/models``), and a mock answer; a refused one is named."""
+    config = parse_config(
+        CONFIG.replace("http://127.0.0.1:9/v1", "http://127.0.0.1:1/v1")
+        + f'\n[[upstreams]]\nname = "live"\nbase_url = "{upstream.base_url}"\n'
+    )
+    router = build_router(config)
+    try:
+        unreachable = await router.unreachable()
+    finally:
+        await router.aclose()
+    assert unreachable == {
+        "deepseek": "Cannot reach the upstream at http://127.0.0.1:1/v1: no connection to 127.0.0.1:1 (Connection refused).",
+    }
+    assert upstream.requests[-1].path == "/v1/models"

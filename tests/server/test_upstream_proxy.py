@@ -65,8 +65,9 @@ def test_requests_go_through_the_proxy_with_its_credentials(
     assert answered.status_code == 200, answered.text
     assert answered.json()["output"][0]["content"][0]["text"] == "answered through the proxy"
     assert [(r.method, r.url, r.proxy_authorization) for r in proxy.requests] == [
-        ("POST", f"{unresolvable(upstream)}/chat/completions", PROXY_AUTHORIZATION)
-    ] * 2
+        ("GET", f"{unresolvable(upstream)}/models", PROXY_AUTHORIZATION),  # serve's check of the upstream, at start
+        *[("POST", f"{unresolvable(upstream)}/chat/completions", PROXY_AUTHORIZATION)] * 2,
+    ]
     sent = [r for r in upstream.requests if r.path == "/v1/chat/completions"]
     assert len(sent) == 2
     for request in sent:
@@ -130,7 +131,8 @@ def test_an_https_upstream_is_reached_through_a_tunnel_that_sees_only_the_proxy_
     assert answered.json()["output"][0]["content"][0]["text"] == "over TLS through the tunnel"
     assert [(t.method, t.url, t.proxy_authorization) for t in tunnels] == [
         ("CONNECT", f"upstream.invalid:{port}", PROXY_AUTHORIZATION)
-    ]
+    ] * 2  # serve's check of the upstream at start, then the gateway's requests
+    assert [r.path for r in tls_upstream.requests] == ["/v1/models", "/v1/chat/completions"]
     [request] = sent
     assert request.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
     assert "proxy-authorization" not in request.headers

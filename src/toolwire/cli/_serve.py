@@ -227,7 +227,7 @@ def serve(
             typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     server = settings.server
-    trouble = _store_trouble(server.store)
+    trouble, unreachable = _troubles(settings, model)
     if trouble is not None and server.store.lower().startswith("sqlite:"):
         _fail(
             f"the store cannot be used: {trouble} Give a file toolwire can create and write "
@@ -253,6 +253,11 @@ def serve(
             "the store cannot be reached now: %s Until it can, the requests that need it are answered 503 (each "
             "one whose client key is looked up there, each one that keeps or continues a response), and so is "
             "/readyz.", trouble,
+        )
+    for name, reason in unreachable.items():
+        log.warning(
+            "upstream '%s' does not answer now: %s Until it does, the requests sent to it are answered 502, and "
+            "/readyz 503.", name, reason,
         )
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
@@ -318,18 +323,31 @@ def _store_has_keys(store: str) -> bool:
     """Whether the store ``toolwire serve`` will use holds client keys (it then needs them)."""
     if store == "none":
         return False
+    import asyncio
+
     from toolwire.errors import ToolwireError
 
     try:
-        return _asked(store, lambda keys, responses: keys.has_keys())
+        return asyncio.run(_asked(store, lambda keys, responses: keys.has_keys()))
     except ToolwireError as exc:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
 
-def _store_trouble(store: str) -> str | None:
-    """Why the store ``toolwire serve`` will use cannot answer now (None: it can, or there
-    is none), asked once before serving as ``/readyz`` asks it: whether it holds client
-    keys, and how many bytes of responses. The first use of a SQLite file creates it."""
+def _troubles(settings: GatewayConfig, model: str | None) -> tuple[str | None, dict[str, str]]:
+    """What cannot answer now, asked once before serving, as ``/readyz`` asks it: why the
+    store cannot (None: it can, or there is none), and why each upstream that does not
+    answer its check does not, by name. Asked together: neither waits for the other."""
+    import asyncio
+
+    async def both() -> tuple[str | None, dict[str, str]]:
+        return await asyncio.gather(_store_trouble(settings.server.store), _unreachable(settings, model))
+
+    return asyncio.run(both())
+
+
+async def _store_trouble(store: str) -> str | None:
+    """Why the store cannot answer now (None: it can, or there is none): whether it holds
+    client keys, and how many bytes of responses. The first use of a SQLite file creates it."""
     if store == "none":
         return None
     from toolwire.errors import ToolwireError
@@ -339,30 +357,36 @@ def _store_trouble(store: str) -> str | None:
         await responses.stored_bytes()
 
     try:
-        _asked(store, both)
+        await _asked(store, both)
     except ToolwireError as exc:
         return exc.message
     return None
 
 
-def _asked(store: str, question: Callable[[KeyStore, ResponseStore], Awaitable[T]]) -> T:
-    """``question`` put to the key store and the response store ``store`` names, opened
-    for it and closed after, in an event loop of its own (``ToolwireError``: they could
-    not answer). Opening does no I/O: a store the question leaves alone is not reached."""
-    import asyncio
+async def _unreachable(settings: GatewayConfig, model: str | None) -> dict[str, str]:
+    """Why each configured upstream that does not answer its check now does not."""
+    from toolwire.server import build_router
 
+    router = build_router(settings, default_model=model)
+    try:
+        return await router.unreachable()
+    finally:
+        await router.aclose()
+
+
+async def _asked(store: str, question: Callable[[KeyStore, ResponseStore], Awaitable[T]]) -> T:
+    """``question`` put to the key store and the response store ``store`` names, opened
+    for it and closed after (``ToolwireError``: they could not answer). Opening does no
+    I/O: a store the question leaves alone is not reached."""
     from toolwire.keys import open_key_store
     from toolwire.store import open_store
 
-    async def ask() -> T:
-        keys, responses = open_key_store(store), open_store(store)
-        try:
-            return await question(keys, responses)
-        finally:
-            await keys.aclose()
-            await responses.aclose()
-
-    return asyncio.run(ask())
+    keys, responses = open_key_store(store), open_store(store)
+    try:
+        return await question(keys, responses)
+    finally:
+        await keys.aclose()
+        await responses.aclose()
 
 
 def _validation_words(error: Any) -> str:

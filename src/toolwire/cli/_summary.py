@@ -10,6 +10,7 @@ once that a flag or a file says what they meant, before any request finds out.
 
 from __future__ import annotations
 
+from toolwire._addresses import url_host
 from toolwire.config import GatewayConfig, UpstreamConfig
 from toolwire.store import redact_url, sqlite_path
 from toolwire.upstream import KINDS, without_credentials
@@ -19,8 +20,7 @@ def serving_lines(config: GatewayConfig, *, model_override: str | None = None) -
     """The lines, in order; ``model_override``: ``--model``, the name every request to the
     default upstream is sent under."""
     server = config.server
-    host = f"[{server.host}]" if ":" in server.host else server.host
-    lines = [f"the Responses API at http://{host}:{server.port}/v1"]
+    lines = [f"the Responses API at http://{url_host(server.host)}:{server.port}/v1"]
     routed: dict[str, list[str]] = {}
     for model in config.models:
         sent = model.upstream_model

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from toolwire.config import GatewayConfig
-from toolwire.errors import NotFoundError
+from toolwire.errors import NotFoundError, UpstreamError
 from toolwire.upstream import Backend, BackendSetup, UpstreamLimits, backend_kind
 
 from ._limits import count_limit
@@ -80,6 +80,21 @@ class ModelRouter:
     async def check(self) -> None:
         """Raise ``UpstreamError`` if any upstream is unreachable."""
         await asyncio.gather(*(backend.check() for backend in self._backends.values()))
+
+    async def unreachable(self) -> dict[str, str]:
+        """Why each upstream that does not answer its check now does not, by upstream name
+        (empty: every one answers); the upstreams are asked together."""
+        names = list(self._backends)
+        outcomes = await asyncio.gather(
+            *(self._backends[name].check() for name in names), return_exceptions=True
+        )
+        found: dict[str, str] = {}
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, UpstreamError):
+                found[name] = outcome.message
+            elif isinstance(outcome, BaseException):
+                raise outcome
+        return found
 
     async def aclose(self) -> None:
         await asyncio.gather(*(backend.aclose() for backend in self._backends.values()))

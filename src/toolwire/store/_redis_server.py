@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
+from toolwire._addresses import url_host
+
 from ._base import StoreUnavailable
 
 if TYPE_CHECKING:  # redis is imported when a server is first made: ~7 MB a gateway without one never loads
@@ -68,9 +70,7 @@ class RedisServer:
 def redact_url(url: str) -> str:
     """``url`` without its password or query string, fit for messages and logs."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
+    host = url_host(parts.hostname or "")
     try:
         port = parts.port
     except ValueError:

@@ -12,6 +12,7 @@ be used at all (``unusable_url``), said without its credentials too.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ import aiohttp
 import orjson
 from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
 
+from toolwire._addresses import url_host
 from toolwire.errors import UpstreamError, UpstreamProtocolError
 
 from ._connector import MalformedBody, parser_said
@@ -186,5 +188,18 @@ def unusable_url(url: str) -> str | None:
 def describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.InvalidURL):
         return "its address is not a URL that can be used"  # aiohttp's words repeat the URL, credentials and all
+    if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(exc, aiohttp.ClientSSLError):
+        return _no_connection(exc)
     text = str(exc) or type(exc).__name__
     return text[:500]
+
+
+def _no_connection(exc: aiohttp.ClientConnectorError) -> str:
+    """A connection that could not be opened, in words: aiohttp's say ``ssl:default`` of
+    every plain connection and repeat the address its cause names again."""
+    cause = exc.os_error
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"its host {exc.host} cannot be looked up ({cause.strerror or cause})"
+    reason = os.strerror(cause.errno) if isinstance(cause.errno, int) and cause.errno > 0 else str(cause)
+    what = "the proxy at " if isinstance(exc, aiohttp.ClientProxyConnectionError) else ""
+    return f"no connection to {what}{url_host(exc.host)}:{exc.port} ({reason})"

@@ -25,6 +25,8 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from toolwire._addresses import url_host
+
 
 @dataclass(frozen=True, slots=True)
 class Proxy:
@@ -120,7 +122,7 @@ def _parse_proxy(value: str, variable: str) -> Proxy:
             "http:// and https:// proxies with a host and a valid port are supported. Set NO_PROXY to the "
             "upstream's host to connect directly."
         )
-    netloc = host if ":" not in host else f"[{host}]"
+    netloc = url_host(host)
     if port is not None:
         netloc += f":{port}"
     headers: dict[str, str] = {}
