@@ -10,6 +10,7 @@ runs in tests/server (GatewayProcess); here every flag and every refusal is chec
 from __future__ import annotations
 
 import gc
+import http.server
 import logging
 import os
 import re
@@ -370,6 +371,59 @@ def test_an_upstream_that_cannot_be_reached_is_told_at_start(
          "sent to it are answered 502, and /readyz 503."),
     ]  # fmt: skip
     assert upstream.requests[-1].path == "/v1/models"
+
+
+class _AnsweringEveryGet(http.server.BaseHTTPRequestHandler):
+    """Answers every GET with the server's ``answer`` (status, body), its key echoed."""
+
+    def do_GET(self) -> None:
+        status, body = self.server.answer  # type: ignore[attr-defined]
+        said = body.replace(b"{key}", self.headers.get("Authorization", "").removeprefix("Bearer ").encode())
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(said)))
+        self.end_headers()
+        self.wfile.write(said)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("answer", "warning"),
+    [
+        ((401, b"Invalid key {key}"),
+         "answers, but it refuses the key the gateway sends (GET /models answered HTTP 401 Unauthorized "
+         '("Invalid key [redacted]"))'),
+        ((404, b"404 page not found"),
+         'answers, but GET /models answered HTTP 404 Not Found ("404 page not found"), not an API\'s answer: '
+         "is that the API's address (often ending in /v1)?"),
+        ((200, b"{}"), None),
+    ],
+)  # fmt: skip
+@pytest.mark.usefixtures("as_a_process")
+def test_what_an_upstreams_answer_to_its_check_says_is_told_at_start(
+    taken_port: int, answer: tuple[int, bytes], warning: str | None
+) -> None:
+    """A key it refuses (which it may echo: the gateway's secrets are taken out), or an
+    address that is not the API's (its /v1 left out): told before the first request fails."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AnsweringEveryGet)
+    server.answer = answer  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        result = serve(
+            "--upstream", url, "--upstream-key-env", "TW_TEST_UPSTREAM_KEY", "--port", str(taken_port),
+            "--store", "none", env={"TW_TEST_UPSTREAM_KEY": "sk-secret-9"},
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == STARTUP_FAILURE, result.output
+    expected = [] if warning is None else [("WARNING", "toolwire.server", f"upstream 'upstream' {warning}")]
+    assert [line for line in log_lines(result.stderr) if line[0] != "INFO"] == expected
+    assert "sk-secret-9" not in result.stderr
 
 
 @pytest.mark.usefixtures("as_a_process")

@@ -10,7 +10,7 @@ from tests.support.chat_upstream import ChatUpstream, Raw, Text
 from tests.support.gateway import UPSTREAM_KEY_ENV
 from tests.support.served import chat_config, gateway_client, serving, sse_events, tripped_here
 from toolwire.config import GatewayConfig, parse_config
-from toolwire.errors import NotFoundError
+from toolwire.errors import NotFoundError, UpstreamError
 from toolwire.server import GatewaySettings, build_router, create_app
 from toolwire.server._limits import count_limit
 from toolwire.server._routing import upstream_limits
@@ -111,10 +111,12 @@ async def test_the_upstreams_that_do_not_answer_are_named_with_why(upstream: Cha
     )
     router = build_router(config)
     try:
-        unreachable = await router.unreachable()
+        troubles = await router.troubles()
     finally:
         await router.aclose()
-    assert unreachable == {
-        "deepseek": "Cannot reach the upstream at http://127.0.0.1:1/v1: no connection to 127.0.0.1:1 (Connection refused).",
-    }
+    assert list(troubles) == ["deepseek"]
+    assert isinstance(troubles["deepseek"], UpstreamError)
+    assert troubles["deepseek"].message == (
+        "Cannot reach the upstream at http://127.0.0.1:1/v1: no connection to 127.0.0.1:1 (Connection refused)."
+    )
     assert upstream.requests[-1].path == "/v1/models"

@@ -595,6 +595,76 @@ async def test_a_web_page_is_known_by_its_first_mark_whatever_its_type_says(
     )
 
 
+@pytest.mark.parametrize("status", [404, 405])
+@pytest.mark.parametrize(
+    ("content_type", "body", "named"),
+    [
+        (b"text/plain; charset=utf-8", b"404 page not found", ' ("404 page not found")'),  # Go's, Ollama's
+        (b"application/json", b'{"detail":"Not Found"}', ' ("Not Found")'),  # FastAPI's: vLLM's, SGLang's
+        (b"application/json", b"", ""),
+        (b"text/plain", b"no\n  such\tpath " + b"x" * 300, ' ("no such path ' + "x" * 187 + '")'),
+    ],
+)
+async def test_a_servers_own_no_such_path_is_named_not_passed_on(
+    closing: list[HttpEndpoint], status: int, content_type: bytes, body: bytes, named: str
+) -> None:
+    """A base URL missing its /v1 reaches the server, not the API: its 404 or 405 says no
+    such path in the server's own words, which passed on alone leave the user guessing."""
+    head = b"HTTP/1.1 %d Nope\r\nContent-Type: %b\r\nContent-Length: %d\r\n\r\n" % (status, content_type, len(body))
+    async with raw_upstream([head + body]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == (
+        f"The upstream at {url} answered HTTP {status} Nope{named}, not an API's answer: "
+        "is that the API's address (often ending in /v1)?"
+    )
+    assert (error.status, error.upstream_status, error.code) == (status, status, None)
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "code"),
+    [
+        (b'{"error":{"message":"The model `x` does not exist.","code":"model_not_found"}}',
+         "The model `x` does not exist.", "model_not_found"),
+        (b'{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","code":404}',
+         "The model `x` does not exist.", None),  # vLLM's
+        (b'{"error":"model \'x\' not found"}', "model 'x' not found", None),  # Ollama's own API
+    ],
+)  # fmt: skip
+async def test_an_apis_own_404_is_passed_on(closing: list[HttpEndpoint], body: bytes, message: str, code: str | None) -> None:
+    head = b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    async with raw_upstream([head + body]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert (error.message, error.code, error.status) == (message, code, 404)
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "key", "doubt"),
+    [
+        (b"200 OK", b'{"object":"list","data":[]}', None, None),
+        (b"500 Internal Server Error", b'{"error":{"message":"busy"}}', None, None),  # there: its requests will tell
+        (b"404 Not Found", b'{"error":{"message":"no models here"}}', None, None),  # the API's own answer
+        (b"401 Unauthorized", b'{"error":{"message":"Incorrect API key provided: sk-w***ng"}}', "sk-wrong",
+         'it refuses the key the gateway sends (GET /models answered HTTP 401 Unauthorized ("Incorrect API key '
+         'provided: sk-w***ng"))'),
+        (b"401 Unauthorized", b"", None,
+         "it wants a key, and the gateway sends none (GET /models answered HTTP 401 Unauthorized)"),
+        (b"403 Forbidden", b"<html><title>Denied</title></html>", "sk-x",
+         'it refuses the key the gateway sends (GET /models answered HTTP 403 Forbidden with an HTML page ("Denied"))'),
+        (b"404 Not Found", b"404 page not found", None,
+         "GET /models answered HTTP 404 Not Found (\"404 page not found\"), not an API's answer: "
+         "is that the API's address (often ending in /v1)?"),
+    ],
+)  # fmt: skip
+async def test_a_check_answered_says_what_may_keep_requests_from_being_served(
+    closing: list[HttpEndpoint], head: bytes, body: bytes, key: str | None, doubt: str | None
+) -> None:
+    """``toolwire serve`` warns of it at start; any answer still counts as the upstream there."""
+    kind = b"text/html" if body.startswith(b"<") else b"application/json"
+    answer = b"HTTP/1.1 %b\r\nContent-Type: %b\r\nContent-Length: %d\r\n\r\n%b" % (head, kind, len(body), body)
+    async with raw_upstream([answer]) as url:
+        assert await endpoint(closing, url, api_key=key).check() == doubt
+
+
 async def test_a_pages_words_are_looked_for_in_its_first_16_kib(closing: list[HttpEndpoint]) -> None:
     """A page of megabytes is not read through for its words: the first visible one here
     begins at byte 16,384, one past what is looked at."""

@@ -20,6 +20,7 @@ import typer
 
 if TYPE_CHECKING:
     from toolwire.config import GatewayConfig, ServerConfig
+    from toolwire.errors import UpstreamError
     from toolwire.keys import KeyStore
     from toolwire.store import ResponseStore
 
@@ -227,7 +228,7 @@ def serve(
             typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     server = settings.server
-    trouble, unreachable = _troubles(settings, model)
+    trouble, upstream_troubles = _troubles(settings, model)
     if trouble is not None and server.store.lower().startswith("sqlite:"):
         _fail(
             f"the store cannot be used: {trouble} Give a file toolwire can create and write "
@@ -254,11 +255,8 @@ def serve(
             "one whose client key is looked up there, each one that keeps or continues a response), and so is "
             "/readyz.", trouble,
         )
-    for name, reason in unreachable.items():
-        log.warning(
-            "upstream '%s' does not answer now: %s Until it does, the requests sent to it are answered 502, and "
-            "/readyz 503.", name, reason,
-        )
+    for line in _upstream_warnings(settings, upstream_troubles):
+        log.warning(line)
     uvicorn_config: dict[str, Any] = {
         "app": "toolwire.server._factory:app_from_env",
         "factory": True,
@@ -333,14 +331,14 @@ def _store_has_keys(store: str) -> bool:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
 
-def _troubles(settings: GatewayConfig, model: str | None) -> tuple[str | None, dict[str, str]]:
+def _troubles(settings: GatewayConfig, model: str | None) -> tuple[str | None, dict[str, UpstreamError | str]]:
     """What cannot answer now, asked once before serving, as ``/readyz`` asks it: why the
-    store cannot (None: it can, or there is none), and why each upstream that does not
-    answer its check does not, by name. Asked together: neither waits for the other."""
+    store cannot (None: it can, or there is none), and what may keep each upstream from
+    serving (``ModelRouter.troubles``), by name. Asked together: neither waits for the other."""
     import asyncio
 
-    async def both() -> tuple[str | None, dict[str, str]]:
-        return await asyncio.gather(_store_trouble(settings.server.store), _unreachable(settings, model))
+    async def both() -> tuple[str | None, dict[str, UpstreamError | str]]:
+        return await asyncio.gather(_store_trouble(settings.server.store), _upstream_troubles(settings, model))
 
     return asyncio.run(both())
 
@@ -363,15 +361,33 @@ async def _store_trouble(store: str) -> str | None:
     return None
 
 
-async def _unreachable(settings: GatewayConfig, model: str | None) -> dict[str, str]:
-    """Why each configured upstream that does not answer its check now does not."""
+async def _upstream_troubles(settings: GatewayConfig, model: str | None) -> dict[str, UpstreamError | str]:
     from toolwire.server import build_router
 
     router = build_router(settings, default_model=model)
     try:
-        return await router.unreachable()
+        return await router.troubles()
     finally:
         await router.aclose()
+
+
+def _upstream_warnings(settings: GatewayConfig, troubles: dict[str, UpstreamError | str]) -> list[str]:
+    """A warning of each upstream's trouble, with the gateway's secrets taken out: an
+    upstream may echo the key it refuses."""
+    from toolwire.errors import UpstreamError
+    from toolwire.server.observe import Redactor, known_secrets
+
+    redact = Redactor(known_secrets(settings, (), os.environ)).text
+    warnings = []
+    for name, trouble in troubles.items():
+        if isinstance(trouble, UpstreamError):
+            warnings.append(
+                f"upstream '{name}' does not answer now: {redact(trouble.message)} Until it does, the requests sent "
+                "to it are answered 502, and /readyz 503."
+            )
+        else:
+            warnings.append(f"upstream '{name}' answers, but {redact(trouble)}")
+    return warnings
 
 
 async def _asked(store: str, question: Callable[[KeyStore, ResponseStore], Awaitable[T]]) -> T:

@@ -81,17 +81,17 @@ class ModelRouter:
         """Raise ``UpstreamError`` if any upstream is unreachable."""
         await asyncio.gather(*(backend.check() for backend in self._backends.values()))
 
-    async def unreachable(self) -> dict[str, str]:
-        """Why each upstream that does not answer its check now does not, by upstream name
-        (empty: every one answers); the upstreams are asked together."""
+    async def troubles(self) -> dict[str, UpstreamError | str]:
+        """What may keep each upstream from serving now, by name (empty: nothing): the
+        ``UpstreamError`` of one that does not answer its check, or what the answer of one
+        that does says (``Backend.check``: a key it refuses, an address not the API's).
+        The upstreams are asked together."""
         names = list(self._backends)
-        outcomes = await asyncio.gather(
-            *(self._backends[name].check() for name in names), return_exceptions=True
-        )
-        found: dict[str, str] = {}
+        outcomes = await asyncio.gather(*(self._backends[name].check() for name in names), return_exceptions=True)
+        found: dict[str, UpstreamError | str] = {}
         for name, outcome in zip(names, outcomes, strict=True):
-            if isinstance(outcome, UpstreamError):
-                found[name] = outcome.message
+            if isinstance(outcome, UpstreamError | str):
+                found[name] = outcome
             elif isinstance(outcome, BaseException):
                 raise outcome
         return found

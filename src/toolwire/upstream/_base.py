@@ -104,8 +104,9 @@ class Backend(Protocol):
         """The whole answer to ``body``, not streamed."""
         ...
 
-    async def check(self) -> None:
-        """Raise ``UpstreamError`` if the backend is unreachable (for readiness probes)."""
+    async def check(self) -> str | None:
+        """Raise ``UpstreamError`` if the backend is unreachable (for readiness probes); else
+        what its answer says may keep it from serving requests (a key it refuses), or None."""
         ...
 
     async def aclose(self) -> None: ...

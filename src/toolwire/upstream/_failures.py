@@ -44,6 +44,49 @@ def not_the_api(url: str, what: str) -> str:
     return f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
 
 
+def no_such_path(status: int, status_line: str, raw: bytes, content_type: str) -> str | None:
+    """``answered HTTP 404 ... ("its words")`` when an answer at 404 or 405 is a server's
+    own for a path it does not serve, not an API's error: a web page, Go's and Ollama's
+    ``404 page not found``, FastAPI's (vLLM's, SGLang's) ``{"detail": "Not Found"}``. An
+    API's error object (``{"error": ...}``, vLLM's ``{"object": "error", "message": ...}``)
+    is its answer (a model it does not know). None otherwise."""
+    if status not in (404, 405):
+        return None
+    page = web_page(raw, content_type)
+    if page is not None:
+        return f"answered {status_line} with {page}"
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and ("error" in body or "message" in body):
+        return None
+    return f"answered {status_line}{_quoted(error_fields(raw)[0])}"
+
+
+def check_doubt(request: str, status: int, status_line: str, raw: bytes, content_type: str, *, sends_key: bool) -> str | None:
+    """What an upstream's answer to its check (``request``, ``GET /models``) says may keep
+    it from serving requests, though it is there: its key refused (401, 403), or an address
+    that is not the API's (``no_such_path``). None when it says nothing of the kind."""
+    if status in (401, 403):
+        page = web_page(raw, content_type)
+        said = f" with {page}" if page is not None else _quoted(error_fields(raw)[0])
+        answered = f"{request} answered {status_line}{said}"
+        if sends_key:
+            return f"it refuses the key the gateway sends ({answered})"
+        return f"it wants a key, and the gateway sends none ({answered})"
+    wrong_address = no_such_path(status, status_line, raw, content_type)
+    if wrong_address is not None:
+        return f"{request} {wrong_address}, not an API's answer: is that the API's address (often ending in /v1)?"
+    return None
+
+
+def _quoted(words: str) -> str:
+    """`` ("words")``, their blanks collapsed and cut at 200 characters; nothing for none."""
+    said = " ".join(words.split())[:200]
+    return f' ("{said}")' if said else ""
+
+
 def client_status(upstream_status: int) -> int:
     """The status to give the client for an upstream error status.
 

@@ -33,11 +33,13 @@ from toolwire.protocol import PlainContentFrames
 from ._connector import BODY_READ_ERRORS, UpstreamConnector
 from ._failures import (
     body_fault,
+    check_doubt,
     client_status,
     connect_error,
     describe,
     error_fields,
     first_byte_timeout,
+    no_such_path,
     not_the_api,
     redirect_error,
     slow_body_error,
@@ -140,6 +142,7 @@ class HttpEndpoint:
             self._headers["x-api-key"] = api_key
         elif api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._sends_key = bool(api_key) or self.display_url != self.base_url  # a key, or credentials in the URL
         self._check_path = check_path
         self._check_url = self.base_url + check_path
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=timeout)
@@ -269,14 +272,20 @@ class HttpEndpoint:
         finally:
             response.close()
 
-    async def check(self) -> None:
+    async def check(self) -> str | None:
         """Raise ``UpstreamError`` unless ``GET {base_url}{check_path}`` answers within a few
-        seconds (any status: the server is there)."""
+        seconds (any status: the server is there). What its answer says may keep requests
+        from being served (``check_doubt``), or None."""
         try:
             async with self._client().get(
                 self._check_url, headers=self._headers, timeout=self._check_timeout, allow_redirects=False, **self._via
             ) as response:
-                await read_prefix(response)
+                raw = await read_prefix(response)
+                status_line = f"HTTP {response.status} {response.reason or ''}".strip()
+                return check_doubt(
+                    f"GET {self._check_path}", response.status, status_line, raw, response.content_type,
+                    sends_key=self._sends_key,
+                )
         except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors too
             within = f"no answer to GET {self._check_path} within {self._check_timeout.total:g} s"
             raise connect_error(self.where, exc, within) from exc
@@ -381,8 +390,8 @@ class HttpBackend:
     async def fetch(self, body: Mapping[str, Any]) -> JSON:
         return await self._endpoint.post_for_json(orjson.dumps(body))
 
-    async def check(self) -> None:
-        await self._endpoint.check()
+    async def check(self) -> str | None:
+        return await self._endpoint.check()
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
@@ -474,11 +483,12 @@ async def _status_error(url: str, response: aiohttp.ClientResponse, within: floa
     finally:
         _release_or_close(response)
     status_line = f"HTTP {response.status} {response.reason or ''}".strip()
+    wrong_address = no_such_path(response.status, status_line, raw, response.content_type)
     page = web_page(raw, response.content_type)
-    if page is not None:  # a web server's page, not the API's error: at 404 or 405, likely the wrong address
-        what = f"answered {status_line} with {page}"
-        message = not_the_api(url, what) if response.status in (404, 405) else f"The upstream at {url} {what}."
-        error_type = code = param = None
+    if wrong_address is not None:
+        message, error_type, code, param = not_the_api(url, wrong_address), None, None, None
+    elif page is not None:  # a web server's page, not the API's error
+        message, error_type, code, param = f"The upstream at {url} answered {status_line} with {page}.", None, None, None
     else:
         message, error_type, code, param = error_fields(raw)
     if not message:

@@ -49,6 +49,7 @@ __all__ = [
     "RecordEncoder",
     "Redactor",
     "is_secret_field",
+    "known_secrets",
     "observability",
     "summarize",
 ]

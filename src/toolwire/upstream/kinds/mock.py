@@ -52,7 +52,7 @@ class MockBackend:
             request, GENERIC, upstream_model=upstream_model, response_id=response_id, created_at=created_at
         )
 
-    async def check(self) -> None:
+    async def check(self) -> str | None:
         return None
 
     async def aclose(self) -> None:
