@@ -82,6 +82,7 @@ EXTRA_TESTS: dict[str, list[str]] = {
     # server's (tests/server runs gateway processes, slow to run per mutant).
     "errors": ["tests/test_errors.py"],
     "_memory": ["tests/test_memory.py"],
+    "_addresses": ["tests/test_addresses.py"],
     # The admin API and the keys command, in the test process (tests/keys/test_gateway.py
     # and test_shared_redis.py reach the gate only through gateway processes).
     "keys": ["tests/server/test_admin_api.py", "tests/cli/test_keys_command.py"],

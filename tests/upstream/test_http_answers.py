@@ -14,11 +14,12 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 import pytest
+from aiohttp.client_reqrep import ConnectionKey
 
 from tests.support.chat_upstream import ChatUpstream, Cut, HttpError, Raw, Stall, StreamError, Text
 from toolwire.errors import UpstreamError, UpstreamLimitError, UpstreamProtocolError
 from toolwire.upstream import HttpEndpoint, Proxy, RetryPolicy, UpstreamLimits
-from toolwire.upstream._failures import connect_error, without_credentials
+from toolwire.upstream._failures import connect_error, describe, without_credentials
 
 NO_WAIT = RetryPolicy(attempts=3, backoff_seconds=0.0)
 BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
@@ -313,7 +314,19 @@ async def test_a_connection_that_cannot_be_opened_is_said_in_words(url: str, wor
     finally:
         await endpoint.aclose()
     assert error.message.startswith(f"Cannot reach the upstream at {url}: {words}")
-    assert "ssl:" not in error.message and "Connect call failed" not in error.message
+    assert "ssl:" not in error.message and "Connect call failed" not in error.message and "[Errno" not in error.message
+
+
+@pytest.mark.parametrize(
+    ("cause", "words"),
+    [
+        (OSError(1, "Operation not permitted"), "no connection to h.test:9 (Operation not permitted)"),  # a firewall's
+        (OSError("Multiple exceptions: a, b"), "no connection to h.test:9 (Multiple exceptions: a, b)"),  # no errno
+    ],
+)
+def test_a_connection_refused_for_another_reason_says_it(cause: OSError, words: str) -> None:
+    key = ConnectionKey("h.test", 9, False, True, None, None, None)
+    assert describe(aiohttp.ClientConnectorError(key, cause)) == words
 
 
 def test_credentials_never_show_in_messages() -> None:

@@ -637,32 +637,49 @@ async def test_an_apis_own_404_is_passed_on(closing: list[HttpEndpoint], body: b
     assert (error.message, error.code, error.status) == (message, code, 404)
 
 
+JSON, HTML, TEXT = b"application/json", b"text/html", b"text/plain"
+
+
 @pytest.mark.parametrize(
-    ("head", "body", "key", "doubt"),
+    ("head", "kind", "body", "key", "doubt"),
     [
-        (b"200 OK", b'{"object":"list","data":[]}', None, None),
-        (b"500 Internal Server Error", b'{"error":{"message":"busy"}}', None, None),  # there: its requests will tell
-        (b"404 Not Found", b'{"error":{"message":"no models here"}}', None, None),  # the API's own answer
-        (b"401 Unauthorized", b'{"error":{"message":"Incorrect API key provided: sk-w***ng"}}', "sk-wrong",
+        (b"200 OK", JSON, b'{"object":"list","data":[]}', None, None),
+        (b"500 Internal Server Error", JSON, b'{"error":{"message":"busy"}}', None, None),  # there: its requests will tell
+        (b"404 Not Found", JSON, b'{"error":{"message":"no models here"}}', None, None),  # the API's own answer
+        (b"401 Unauthorized", JSON, b'{"error":{"message":"Incorrect API key provided: sk-w***ng"}}', "sk-wrong",
          'it refuses the key the gateway sends (GET /models answered HTTP 401 Unauthorized ("Incorrect API key '
          'provided: sk-w***ng"))'),
-        (b"401 Unauthorized", b"", None,
+        (b"401 Unauthorized", JSON, b"", None,
          "it wants a key, and the gateway sends none (GET /models answered HTTP 401 Unauthorized)"),
-        (b"403 Forbidden", b"<html><title>Denied</title></html>", "sk-x",
+        (b"401", JSON, b"", "sk-x", "it refuses the key the gateway sends (GET /models answered HTTP 401)"),  # no reason
+        (b"403 Forbidden", HTML, b"<html><title>Denied</title></html>", "sk-x",
          'it refuses the key the gateway sends (GET /models answered HTTP 403 Forbidden with an HTML page ("Denied"))'),
-        (b"404 Not Found", b"404 page not found", None,
+        (b"403 Forbidden", HTML, b"Access denied", "sk-x",  # a page by its type alone
+         'it refuses the key the gateway sends (GET /models answered HTTP 403 Forbidden with an HTML page '
+         '("Access denied"))'),
+        (b"404 Not Found", TEXT, b"404 page not found", None,
          "GET /models answered HTTP 404 Not Found (\"404 page not found\"), not an API's answer: "
+         "is that the API's address (often ending in /v1)?"),
+        (b"404 Not Found", HTML, b"Not here", None,
+         'GET /models answered HTTP 404 Not Found with an HTML page ("Not here"), not an API\'s answer: '
          "is that the API's address (often ending in /v1)?"),
     ],
 )  # fmt: skip
 async def test_a_check_answered_says_what_may_keep_requests_from_being_served(
-    closing: list[HttpEndpoint], head: bytes, body: bytes, key: str | None, doubt: str | None
+    closing: list[HttpEndpoint], head: bytes, kind: bytes, body: bytes, key: str | None, doubt: str | None
 ) -> None:
     """``toolwire serve`` warns of it at start; any answer still counts as the upstream there."""
-    kind = b"text/html" if body.startswith(b"<") else b"application/json"
     answer = b"HTTP/1.1 %b\r\nContent-Type: %b\r\nContent-Length: %d\r\n\r\n%b" % (head, kind, len(body), body)
     async with raw_upstream([answer]) as url:
         assert await endpoint(closing, url, api_key=key).check() == doubt
+
+
+async def test_a_page_answering_with_a_server_error_is_named_by_its_type_alone(closing: list[HttpEndpoint]) -> None:
+    page = b"Sign in first"
+    head = b"HTTP/1.1 503 Busy\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page)
+    async with raw_upstream([head + page]) as url:
+        error = await failure(endpoint(closing, url).post_for_json(BODY))
+    assert error.message == f'The upstream at {url} answered HTTP 503 Busy with an HTML page ("Sign in first").'
 
 
 async def test_a_pages_words_are_looked_for_in_its_first_16_kib(closing: list[HttpEndpoint]) -> None:

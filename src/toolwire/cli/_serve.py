@@ -228,7 +228,7 @@ def serve(
             typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     server = settings.server
-    trouble, upstream_troubles = _troubles(settings, model)
+    trouble, upstream_troubles = _troubles(settings)
     if trouble is not None and server.store.lower().startswith("sqlite:"):
         _fail(
             f"the store cannot be used: {trouble} Give a file toolwire can create and write "
@@ -331,14 +331,14 @@ def _store_has_keys(store: str) -> bool:
         _fail(f"cannot tell whether the store holds client keys: {exc.message}")
 
 
-def _troubles(settings: GatewayConfig, model: str | None) -> tuple[str | None, dict[str, UpstreamError | str]]:
+def _troubles(settings: GatewayConfig) -> tuple[str | None, dict[str, UpstreamError | str]]:
     """What cannot answer now, asked once before serving, as ``/readyz`` asks it: why the
     store cannot (None: it can, or there is none), and what may keep each upstream from
     serving (``ModelRouter.troubles``), by name. Asked together: neither waits for the other."""
     import asyncio
 
     async def both() -> tuple[str | None, dict[str, UpstreamError | str]]:
-        return await asyncio.gather(_store_trouble(settings.server.store), _upstream_troubles(settings, model))
+        return await asyncio.gather(_store_trouble(settings.server.store), _upstream_troubles(settings))
 
     return asyncio.run(both())
 
@@ -361,10 +361,10 @@ async def _store_trouble(store: str) -> str | None:
     return None
 
 
-async def _upstream_troubles(settings: GatewayConfig, model: str | None) -> dict[str, UpstreamError | str]:
+async def _upstream_troubles(settings: GatewayConfig) -> dict[str, UpstreamError | str]:
     from toolwire.server import build_router
 
-    router = build_router(settings, default_model=model)
+    router = build_router(settings)  # (without --model: the name it sends never reaches a check)
     try:
         return await router.troubles()
     finally:

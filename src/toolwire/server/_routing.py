@@ -86,15 +86,15 @@ class ModelRouter:
         ``UpstreamError`` of one that does not answer its check, or what the answer of one
         that does says (``Backend.check``: a key it refuses, an address not the API's).
         The upstreams are asked together."""
-        names = list(self._backends)
-        outcomes = await asyncio.gather(*(self._backends[name].check() for name in names), return_exceptions=True)
-        found: dict[str, UpstreamError | str] = {}
-        for name, outcome in zip(names, outcomes, strict=True):
-            if isinstance(outcome, UpstreamError | str):
-                found[name] = outcome
-            elif isinstance(outcome, BaseException):
-                raise outcome
-        return found
+
+        async def trouble(name: str) -> tuple[str, UpstreamError | str | None]:
+            try:
+                return name, await self._backends[name].check()
+            except UpstreamError as exc:
+                return name, exc
+
+        found = await asyncio.gather(*map(trouble, self._backends))
+        return {name: trouble for name, trouble in found if trouble is not None}
 
     async def aclose(self) -> None:
         await asyncio.gather(*(backend.aclose() for backend in self._backends.values()))

@@ -57,10 +57,10 @@ def no_such_path(status: int, status_line: str, raw: bytes, content_type: str) -
         return f"answered {status_line} with {page}"
     try:
         body = orjson.loads(raw)
+        if isinstance(body, dict) and ("error" in body or "message" in body):
+            return None
     except orjson.JSONDecodeError:
-        body = None
-    if isinstance(body, dict) and ("error" in body or "message" in body):
-        return None
+        pass
     return f"answered {status_line}{_quoted(error_fields(raw)[0])}"
 
 
@@ -243,6 +243,6 @@ def _no_connection(exc: aiohttp.ClientConnectorError) -> str:
     cause = exc.os_error
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return f"its host {exc.host} cannot be looked up ({cause.strerror or cause})"
-    reason = os.strerror(cause.errno) if isinstance(cause.errno, int) and cause.errno > 0 else str(cause)
+    reason = os.strerror(cause.errno) if cause.errno else str(cause)  # uvloop's strerror repeats the address
     what = "the proxy at " if isinstance(exc, aiohttp.ClientProxyConnectionError) else ""
     return f"no connection to {what}{url_host(exc.host)}:{exc.port} ({reason})"
