@@ -40,8 +40,11 @@ def web_page(raw: bytes, content_type: str) -> str | None:
     return f'an HTML page ("{said}")' if said else "an HTML page"
 
 
+_ASK_THE_ADDRESS = "not an API's answer: is that the API's address (often ending in /v1)?"
+
+
 def not_the_api(url: str, what: str) -> str:
-    return f"The upstream at {url} {what}, not an API's answer: is that the API's address (often ending in /v1)?"
+    return f"The upstream at {url} {what}, {_ASK_THE_ADDRESS}"
 
 
 def no_such_path(status: int, status_line: str, raw: bytes, content_type: str) -> str | None:
@@ -50,18 +53,17 @@ def no_such_path(status: int, status_line: str, raw: bytes, content_type: str) -
     ``404 page not found``, FastAPI's (vLLM's, SGLang's) ``{"detail": "Not Found"}``. An
     API's error object (``{"error": ...}``, vLLM's ``{"object": "error", "message": ...}``)
     is its answer (a model it does not know). None otherwise."""
-    if status not in (404, 405):
+    if status not in (404, 405) or _is_api_error(raw):
         return None
-    page = web_page(raw, content_type)
-    if page is not None:
-        return f"answered {status_line} with {page}"
+    return f"answered {status_line}{_said(raw, content_type)}"
+
+
+def _is_api_error(raw: bytes) -> bool:
     try:
         body = orjson.loads(raw)
-        if isinstance(body, dict) and ("error" in body or "message" in body):
-            return None
     except orjson.JSONDecodeError:
-        pass
-    return f"answered {status_line}{_quoted(error_fields(raw)[0])}"
+        return False
+    return isinstance(body, dict) and ("error" in body or "message" in body)
 
 
 def check_doubt(request: str, status: int, status_line: str, raw: bytes, content_type: str, *, sends_key: bool) -> str | None:
@@ -69,22 +71,30 @@ def check_doubt(request: str, status: int, status_line: str, raw: bytes, content
     it from serving requests, though it is there: its key refused (401, 403), or an address
     that is not the API's (``no_such_path``). None when it says nothing of the kind."""
     if status in (401, 403):
-        page = web_page(raw, content_type)
-        said = f" with {page}" if page is not None else _quoted(error_fields(raw)[0])
-        answered = f"{request} answered {status_line}{said}"
+        answered = f"{request} answered {status_line}{_said(raw, content_type)}"
         if sends_key:
             return f"it refuses the key the gateway sends ({answered})"
         return f"it wants a key, and the gateway sends none ({answered})"
     wrong_address = no_such_path(status, status_line, raw, content_type)
     if wrong_address is not None:
-        return f"{request} {wrong_address}, not an API's answer: is that the API's address (often ending in /v1)?"
+        return f"{request} {wrong_address}, {_ASK_THE_ADDRESS}"
     return None
 
 
-def _quoted(words: str) -> str:
-    """`` ("words")``, their blanks collapsed and cut at 200 characters; nothing for none."""
-    said = " ".join(words.split())[:200]
+def _said(raw: bytes, content_type: str) -> str:
+    """What an error answer's body says, to follow its status: `` with an HTML page
+    ("its words")``, else `` ("words")`` (its message, or its text), blanks collapsed and
+    cut at 200 characters; nothing for none."""
+    page = web_page(raw, content_type)
+    if page is not None:
+        return f" with {page}"
+    said = " ".join(error_fields(raw)[0].split())[:200]
     return f' ("{said}")' if said else ""
+
+
+def status_line(status: int, reason: str | None) -> str:
+    """``HTTP 404 Not Found``; ``HTTP 401`` when the server gave no reason phrase."""
+    return f"HTTP {status} {reason or ''}".strip()
 
 
 def client_status(upstream_status: int) -> int:

@@ -43,6 +43,7 @@ from ._failures import (
     not_the_api,
     redirect_error,
     slow_body_error,
+    status_line,
     unreadable_answer,
     unreadable_body,
     unsent_error,
@@ -281,10 +282,9 @@ class HttpEndpoint:
                 self._check_url, headers=self._headers, timeout=self._check_timeout, allow_redirects=False, **self._via
             ) as response:
                 raw = await read_prefix(response)
-                status_line = f"HTTP {response.status} {response.reason or ''}".strip()
                 return check_doubt(
-                    f"GET {self._check_path}", response.status, status_line, raw, response.content_type,
-                    sends_key=self._sends_key,
+                    f"GET {self._check_path}", response.status, status_line(response.status, response.reason), raw,
+                    response.content_type, sends_key=self._sends_key,
                 )
         except TimeoutError as exc:  # aiohttp's own timeouts are TimeoutErrors too
             within = f"no answer to GET {self._check_path} within {self._check_timeout.total:g} s"
@@ -482,17 +482,17 @@ async def _status_error(url: str, response: aiohttp.ClientResponse, within: floa
         raw = b""
     finally:
         _release_or_close(response)
-    status_line = f"HTTP {response.status} {response.reason or ''}".strip()
-    wrong_address = no_such_path(response.status, status_line, raw, response.content_type)
+    said_status = status_line(response.status, response.reason)
+    wrong_address = no_such_path(response.status, said_status, raw, response.content_type)
     page = web_page(raw, response.content_type)
     if wrong_address is not None:
         message, error_type, code, param = not_the_api(url, wrong_address), None, None, None
     elif page is not None:  # a web server's page, not the API's error
-        message, error_type, code, param = f"The upstream at {url} answered {status_line} with {page}.", None, None, None
+        message, error_type, code, param = f"The upstream at {url} answered {said_status} with {page}.", None, None, None
     else:
         message, error_type, code, param = error_fields(raw)
     if not message:
-        message = f"The upstream answered {status_line}."
+        message = f"The upstream answered {said_status}."
     return UpstreamError(
         message,
         status=client_status(response.status),
